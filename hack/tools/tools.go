@@ -1,0 +1,13 @@
+//go:build tools
+
+// Package tools pins the binaries the project builds for itself: the real
+// kube-apiserver and etcd used by the tests and by `make run`, and the code
+// generators. `make` builds them into ../../bin (see hack/build-tools.sh).
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/code-generator"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
+)

@@ -1,0 +1,97 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/component-base/term"
+	"k8s.io/klog/v2"
+)
+
+// NewCommand returns the controller-manager command.
+func NewCommand() *cobra.Command {
+	o := NewOptions()
+	fg := featuregate.NewFeatureGate() // only the logging feature gates
+	utilruntime.Must(logsapi.AddFeatureGates(fg))
+
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Runs the pod-logger, network and ingress-manager controllers",
+		Long: `controller-manager runs Kubernetes controllers built on client-go
+(informer -> workqueue -> workers -> level-triggered sync):
+
+  pod-logger        logs every Pod add, update and delete, saying what changed
+  network           reconciles samplecrd.k8s.io/v1 Networks into a network backend
+  ingress-manager   keeps an Ingress for every Service annotated ingress/http
+
+Select them with --controllers. The cluster is given by --kubeconfig/--master,
+KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := logsapi.ValidateAndApply(o.Logs, fg); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			if err := o.Validate(); err != nil {
+				// One problem a line, before any log output.
+				errs := flatten(err)
+				for _, e := range errs {
+					fmt.Fprintf(cmd.ErrOrStderr(), "error: %v\n", e)
+				}
+				return fmt.Errorf("invalid flags (%d problems, see above; --help lists every flag)", len(errs))
+			}
+			cfg, err := o.RESTConfig()
+			if err != nil {
+				return err
+			}
+			ctx := klog.NewContext(SignalContext(), klog.Background())
+			m, err := NewManager(ctx, o, cfg)
+			if err != nil {
+				return err
+			}
+			return m.Run(ctx)
+		},
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%q does not take arguments, got %q", cmd.CommandPath(), args)
+			}
+			return nil
+		},
+	}
+
+	fss := o.Flags()
+	fg.AddFlag(fss.FlagSet("logging"))
+	fs := cmd.Flags()
+	for _, f := range fss.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}
+
+// SignalContext returns a context cancelled on the first SIGTERM or SIGINT;
+// a second signal exits at once with code 1.
+func SignalContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		sig := <-ch
+		klog.Background().Info("Received signal: shutting down (send it again to exit at once)", "signal", sig.String())
+		cancel()
+		sig = <-ch
+		klog.Background().Info("Received second signal: exiting at once", "signal", sig.String())
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}()
+	return ctx
+}

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+	"github.com/kube-sample/controller-manager/internal/controller/podlogger"
+)
+
+// Descriptor describes one controller the manager can run.
+type Descriptor struct {
+	// Name is the controller's name in --controllers, --<name>-workers, logs,
+	// metrics and the workqueue name.
+	Name string
+	// DefaultWorkers is the default of --<name>-workers.
+	DefaultWorkers int
+	// New builds the controller: it obtains the informers it reads from the
+	// shared factories in cctx and registers its event handlers. It must not
+	// start anything.
+	New func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error)
+}
+
+// Controllers is the registry: every controller the manager knows, in start
+// order. Registration is explicit, here and nowhere else.
+func Controllers() []Descriptor {
+	return []Descriptor{
+		{
+			Name:           podlogger.Name,
+			DefaultWorkers: 2,
+			New: func(ctx context.Context, cctx *controller.Context, _ *Options) (controller.Interface, error) {
+				return podlogger.New(ctx, cctx), nil
+			},
+		},
+	}
+}
+
+// ControllerNames returns the names of every registered controller, sorted.
+func ControllerNames() []string {
+	var names []string
+	for _, d := range Controllers() {
+		names = append(names, d.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// validateControllers checks a --controllers list: each entry is "*", a known
+// name, or a known name prefixed with "-".
+func validateControllers(list []string) error {
+	if len(list) == 0 {
+		return fmt.Errorf("--controllers: empty list; use '*' to enable every controller")
+	}
+	known := ControllerNames()
+	var errs []error
+	for _, item := range list {
+		if item == "*" {
+			continue
+		}
+		name := strings.TrimPrefix(item, "-")
+		if name == "" || !slices.Contains(known, name) {
+			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q; known controllers: %s", item, strings.Join(known, ", ")))
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// controllerEnabled applies kube-controller-manager's --controllers rules:
+// "-name" disables name, "name" enables it, and "*" enables every controller
+// not disabled explicitly. The first entry naming a controller wins.
+func controllerEnabled(name string, list []string) bool {
+	hasStar := false
+	for _, item := range list {
+		switch item {
+		case name:
+			return true
+		case "-" + name:
+			return false
+		case "*":
+			hasStar = true
+		}
+	}
+	return hasStar
+}

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestControllerEnabled(t *testing.T) {
+	tests := []struct {
+		list []string
+		name string
+		want bool
+	}{
+		{[]string{"*"}, "pod-logger", true},
+		{[]string{"pod-logger"}, "pod-logger", true},
+		{[]string{"other"}, "pod-logger", false},
+		{[]string{"*", "-pod-logger"}, "pod-logger", false},
+		{[]string{"-pod-logger", "*"}, "pod-logger", false},
+		{[]string{"pod-logger", "-pod-logger"}, "pod-logger", true}, // first mention wins
+		{[]string{"-other"}, "pod-logger", false},
+		{[]string{"*", "-other"}, "pod-logger", true},
+	}
+	for _, tc := range tests {
+		if got := controllerEnabled(tc.name, tc.list); got != tc.want {
+			t.Errorf("controllerEnabled(%q, %q) = %v, want %v", tc.name, tc.list, got, tc.want)
+		}
+	}
+}
+
+func TestValidateControllers(t *testing.T) {
+	tests := []struct {
+		list    []string
+		wantErr []string // substrings, one per expected problem
+	}{
+		{list: []string{"*"}},
+		{list: []string{"*", "-pod-logger"}},
+		{list: []string{"pod-logger"}},
+		{list: nil, wantErr: []string{"empty list"}},
+		{list: []string{"nope"}, wantErr: []string{`unknown controller "nope"`, "known controllers: "}},
+		{list: []string{"*", "-nope", "-"}, wantErr: []string{`unknown controller "-nope"`, `unknown controller "-"`}},
+	}
+	for _, tc := range tests {
+		err := validateControllers(tc.list)
+		if len(tc.wantErr) == 0 {
+			if err != nil {
+				t.Errorf("validateControllers(%q) = %v, want nil", tc.list, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("validateControllers(%q) = nil, want errors %q", tc.list, tc.wantErr)
+			continue
+		}
+		for _, want := range tc.wantErr {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("validateControllers(%q) = %q, want it to contain %q", tc.list, err, want)
+			}
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(o *Options)
+		wantErr string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"bad namespace", func(o *Options) { o.Namespace = "Not_A_Namespace" }, "--namespace"},
+		{"zero workers", func(o *Options) { o.Workers["pod-logger"] = 0 }, "--pod-logger-workers: must be at least 1"},
+		{"zero qps", func(o *Options) { o.KubeAPIQPS = 0 }, "--kube-api-qps"},
+		{"no burst", func(o *Options) { o.KubeAPIBurst = 0 }, "--kube-api-burst"},
+		{"negative qps disables limits", func(o *Options) { o.KubeAPIQPS = -1; o.KubeAPIBurst = 0 }, ""},
+		{"negative resync", func(o *Options) { o.ResyncPeriod = -1 }, "--resync-period"},
+		{"no shutdown timeout", func(o *Options) { o.ShutdownTimeout = 0 }, "--shutdown-timeout"},
+		{"bad metrics address", func(o *Options) { o.MetricsBindAddress = "8080" }, "--metrics-bind-address"},
+		{"bad health address", func(o *Options) { o.HealthProbeBindAddress = "example.com:80" }, "--health-probe-bind-address"},
+		{"disabled servers", func(o *Options) { o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0" }, ""},
+		{"any interface", func(o *Options) { o.MetricsBindAddress = ":8080" }, ""},
+		{"renew >= lease", func(o *Options) {
+			o.LeaderElect = true
+			o.RenewDeadline = o.LeaseDuration
+		}, "--leader-elect-lease-duration"},
+		{"retry >= renew", func(o *Options) {
+			o.LeaderElect = true
+			o.RetryPeriod = o.RenewDeadline
+		}, "--leader-elect-renew-deadline"},
+		{"leader elect defaults", func(o *Options) { o.LeaderElect = true }, ""},
+		{"empty field manager", func(o *Options) { o.FieldManager = "" }, "--field-manager"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			tc.mutate(o)
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("Validate() = nil, want an error containing %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("Validate() = %q, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestFlagsParse(t *testing.T) {
+	fs := NewCommand().Flags()
+	if err := fs.Parse([]string{"--controllers=*,-pod-logger", "--pod-logger-workers=7", "--namespace=team-a", "--logging-format=json"}); err != nil {
+		t.Fatalf("parsing flags: %v", err)
+	}
+	for flag, want := range map[string]string{
+		"controllers":        "[*,-pod-logger]",
+		"pod-logger-workers": "7",
+		"namespace":          "team-a",
+		"logging-format":     "json",
+	} {
+		if got := fs.Lookup(flag).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", flag, got, want)
+		}
+	}
+	// Every flag has help text.
+	for _, name := range []string{"kubeconfig", "master", "controllers", "namespace", "pod-logger-workers",
+		"kube-api-qps", "kube-api-burst", "resync-period", "leader-elect", "leader-elect-resource-namespace",
+		"leader-elect-resource-name", "leader-elect-lease-duration", "leader-elect-renew-deadline",
+		"leader-elect-retry-period", "metrics-bind-address", "health-probe-bind-address", "logging-format",
+		"shutdown-timeout"} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("flag --%s missing", name)
+			continue
+		}
+		if len(f.Usage) < 10 {
+			t.Errorf("flag --%s has no real help text: %q", name, f.Usage)
+		}
+	}
+}

@@ -1,0 +1,240 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+)
+
+// Options are the manager's command-line options.
+type Options struct {
+	// Cluster connection.
+	Kubeconfig   string
+	Master       string
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+
+	// Controllers.
+	Controllers     []string
+	Workers         map[string]int
+	Namespace       string
+	ResyncPeriod    time.Duration
+	ShutdownTimeout time.Duration
+	FieldManager    string
+
+	// Leader election.
+	LeaderElect            bool
+	LeaderElectNamespace   string
+	LeaderElectName        string
+	LeaderElectIdentity    string
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
+	LeaderElectReleaseWait bool
+
+	// Servers.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+
+	Logs *logsapi.LoggingConfiguration
+}
+
+// Defaults.
+const (
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are far above client-go's 5/10:
+	// at 5 QPS a cold start of 10,000 Services would take over half an hour of
+	// client-side throttling. The API server protects itself with API Priority
+	// and Fairness; the client limit is only a guard against a runaway loop,
+	// so it sits above what one API server can serve.
+	DefaultKubeAPIQPS   = 1000
+	DefaultKubeAPIBurst = 2000
+)
+
+// NewOptions returns options with their defaults.
+func NewOptions() *Options {
+	o := &Options{
+		KubeAPIQPS:             DefaultKubeAPIQPS,
+		KubeAPIBurst:           DefaultKubeAPIBurst,
+		Controllers:            []string{"*"},
+		Workers:                map[string]int{},
+		ResyncPeriod:           10 * time.Minute,
+		ShutdownTimeout:        30 * time.Second,
+		FieldManager:           "controller-manager",
+		LeaderElectNamespace:   "kube-system",
+		LeaderElectName:        "controller-manager",
+		LeaseDuration:          15 * time.Second,
+		RenewDeadline:          10 * time.Second,
+		RetryPeriod:            2 * time.Second,
+		MetricsBindAddress:     "127.0.0.1:8080",
+		HealthProbeBindAddress: "127.0.0.1:8081",
+		Logs:                   logsapi.NewLoggingConfiguration(),
+	}
+	for _, d := range Controllers() {
+		o.Workers[d.Name] = d.DefaultWorkers
+	}
+	return o
+}
+
+// Flags returns the options' flags, in named sections for --help.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+
+	fs := fss.FlagSet("cluster")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
+		"Path to a kubeconfig file. Without it (and without --master) the manager uses KUBECONFIG, then the in-cluster config when it runs in a Pod, then ~/.kube/config.")
+	fs.StringVar(&o.Master, "master", o.Master,
+		"Address of the Kubernetes API server; overrides the server in the kubeconfig.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
+		"Client-side limit of API requests per second. Far above client-go's 5 so that a cold start over thousands of objects is limited by the API server (which protects itself with API Priority and Fairness), not by the client. A negative value disables client-side limiting.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
+		"Client-side burst of API requests above --kube-api-qps.")
+
+	fs = fss.FlagSet("controllers")
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers,
+		"Controllers to run, comma-separated. '*' enables all, 'name' enables one, '-name' disables one (e.g. '*,-pod-logger'). Known: "+strings.Join(ControllerNames(), ", ")+".")
+	for _, d := range Controllers() {
+		fs.Var(newIntMapValue(o.Workers, d.Name), d.Name+"-workers",
+			fmt.Sprintf("Number of %s workers syncing objects in parallel.", d.Name))
+	}
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"Only watch and manage objects in this namespace. Empty means all namespaces.")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod,
+		"How often the informers replay every cached object to the controllers, which then re-check it (no API writes when converged). 0 disables resync.")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
+		"On SIGTERM/SIGINT, how long in-flight syncs may run to completion before they are cancelled. A second signal exits at once.")
+	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager,
+		"Field manager name of every write to the API server.")
+
+	fs = fss.FlagSet("leader election")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Elect a leader through a Lease before running controllers, so that several replicas can run with one active. Every replica keeps its caches warm; a replica that loses the lease exits with a non-zero code.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace,
+		"Namespace of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName,
+		"Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity,
+		"Identity of this replica in the Lease. Empty means <hostname>_<random>.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
+		"How long a standby waits after the last renewal before it takes the lease over.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline,
+		"How long the leader keeps retrying to renew before it gives up (and exits). Must be less than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod,
+		"How often candidates try to acquire or renew the lease.")
+
+	fs = fss.FlagSet("servers")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		"host:port of the Prometheus metrics endpoint (/metrics). '0' disables it. Use ':8080' to listen on every interface (as in a Pod).")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		"host:port of the /healthz and /readyz endpoints. '0' disables them.")
+
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
+	return fss
+}
+
+// Validate returns every problem with the options, each naming its flag.
+func (o *Options) Validate() error {
+	var errs []error
+	if err := validateControllers(o.Controllers); err != nil {
+		errs = append(errs, flatten(err)...)
+	}
+	for name, n := range o.Workers {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("--%s-workers: must be at least 1, got %d", name, n))
+		}
+	}
+	if o.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--namespace: %q is not a valid namespace name: %v", o.Namespace, msgs))
+		}
+	}
+	if o.KubeAPIQPS == 0 {
+		errs = append(errs, errors.New("--kube-api-qps: must not be 0 (use a negative value to disable client-side limiting)"))
+	}
+	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst: must be at least 1 when --kube-api-qps is positive, got %d", o.KubeAPIBurst))
+	}
+	if o.ResyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--resync-period: must not be negative, got %v", o.ResyncPeriod))
+	}
+	if o.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout: must be positive, got %v", o.ShutdownTimeout))
+	}
+	if o.FieldManager == "" {
+		errs = append(errs, errors.New("--field-manager: must not be empty"))
+	}
+	if o.LeaderElect {
+		if o.LeaderElectNamespace == "" || o.LeaderElectName == "" {
+			errs = append(errs, errors.New("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty with --leader-elect"))
+		}
+		if o.RetryPeriod <= 0 {
+			errs = append(errs, fmt.Errorf("--leader-elect-retry-period: must be positive, got %v", o.RetryPeriod))
+		}
+		if o.RenewDeadline <= o.RetryPeriod {
+			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than --leader-elect-retry-period (%v)", o.RenewDeadline, o.RetryPeriod))
+		}
+		if o.LeaseDuration <= o.RenewDeadline {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline))
+		}
+	}
+	for flag, addr := range map[string]string{
+		"--metrics-bind-address":      o.MetricsBindAddress,
+		"--health-probe-bind-address": o.HealthProbeBindAddress,
+	} {
+		if err := validateBindAddress(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+func validateBindAddress(addr string) error {
+	if addr == "0" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port or '0': %w", addr, err)
+	}
+	if host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		return fmt.Errorf("%q: host must be an IP address, 'localhost' or empty", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q: port must be a number in 0-65535", addr)
+	}
+	return nil
+}
+
+// intMapValue is a pflag.Value for one entry of a map[string]int.
+type intMapValue struct {
+	m   map[string]int
+	key string
+}
+
+func newIntMapValue(m map[string]int, key string) pflag.Value { return &intMapValue{m: m, key: key} }
+
+func (v *intMapValue) String() string { return strconv.Itoa(v.m[v.key]) }
+func (v *intMapValue) Type() string   { return "int" }
+func (v *intMapValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not an integer: %q", s)
+	}
+	v.m[v.key] = n
+	return nil
+}
+
+func flatten(err error) []error {
+	if agg, ok := err.(utilerrors.Aggregate); ok {
+		return agg.Errors()
+	}
+	return []error{err}
+}

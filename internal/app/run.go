@@ -1,0 +1,389 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+	"github.com/kube-sample/controller-manager/internal/metrics"
+)
+
+// ErrLeaderElectionLost is returned by Run when this replica could not renew
+// its lease: it stopped every controller at once and must exit non-zero, so
+// that two replicas never write at the same time.
+var ErrLeaderElectionLost = fmt.Errorf("leader election lost: %w", controller.ErrStopNow)
+
+// Manager runs the enabled controllers on shared informers.
+type Manager struct {
+	opts        *Options
+	client      kubernetes.Interface
+	factory     informers.SharedInformerFactory
+	broadcaster record.EventBroadcaster
+	controllers []controller.Interface
+	health      *health
+
+	metricsLn, healthLn net.Listener
+}
+
+// RESTConfig returns the config to reach the cluster: --kubeconfig/--master
+// when given, else KUBECONFIG, else the in-cluster config when running in a
+// Pod, else ~/.kube/config.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	if o.Kubeconfig != "" || o.Master != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags(o.Master, o.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %q / --master %q: %w", o.Kubeconfig, o.Master, err)
+		}
+		return cfg, nil
+	}
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			return cfg, nil
+		}
+		if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("loading the in-cluster config: %w", err)
+		}
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no cluster configured: pass --kubeconfig or --master, set KUBECONFIG, run in a Pod, or use `make run` to start a local control plane")
+		}
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// NewManager builds the clients, the shared informer factory and every
+// enabled controller, and binds the metrics and health listeners (so a bad
+// address fails here). It starts nothing: call Run.
+func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = o.KubeAPIQPS
+	cfg.Burst = o.KubeAPIBurst
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "controller-manager"
+	}
+	// Built-in types travel as protobuf: cheaper to encode and decode than JSON.
+	kubeCfg := rest.CopyConfig(cfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	client, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+
+	m := &Manager{opts: o, client: client}
+	m.factory = informers.NewSharedInformerFactoryWithOptions(client, o.ResyncPeriod,
+		informers.WithNamespace(o.Namespace),
+		informers.WithTransform(KeepOwnManagedFields(o.FieldManager)))
+	m.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+
+	cctx := &controller.Context{
+		KubeClient:      client,
+		InformerFactory: m.factory,
+		EventRecorder: func(component string) record.EventRecorder {
+			return m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+		},
+		Namespace:    o.Namespace,
+		ResyncPeriod: o.ResyncPeriod,
+		DrainTimeout: o.ShutdownTimeout,
+		FieldManager: o.FieldManager,
+	}
+	for _, d := range Controllers() {
+		if !controllerEnabled(d.Name, o.Controllers) {
+			klog.FromContext(ctx).Info("Controller disabled", "controller", d.Name)
+			continue
+		}
+		c, err := d.New(ctx, cctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("creating controller %s: %w", d.Name, err)
+		}
+		m.controllers = append(m.controllers, c)
+	}
+	m.health = &health{controllers: m.controllers}
+	if o.LeaderElect {
+		m.health.leader = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	}
+
+	if m.metricsLn, err = listen(ctx, o.MetricsBindAddress); err != nil {
+		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	if m.healthLn, err = listen(ctx, o.HealthProbeBindAddress); err != nil {
+		m.closeListeners()
+		return nil, fmt.Errorf("--health-probe-bind-address: %w", err)
+	}
+	return m, nil
+}
+
+func listen(ctx context.Context, addr string) (net.Listener, error) {
+	if addr == "0" {
+		return nil, nil
+	}
+	return (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+}
+
+func (m *Manager) closeListeners() {
+	for _, ln := range []net.Listener{m.metricsLn, m.healthLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// MetricsAddress is the bound metrics address ("" when disabled).
+func (m *Manager) MetricsAddress() string { return addrOf(m.metricsLn) }
+
+// HealthAddress is the bound health probe address ("" when disabled).
+func (m *Manager) HealthAddress() string { return addrOf(m.healthLn) }
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
+
+// Run serves metrics and health, starts the informers, and runs the
+// controllers (after winning the lease with --leader-elect) until ctx is
+// cancelled; then it lets in-flight work finish within --shutdown-timeout,
+// stops the informers, releases the lease and returns nil. It returns
+// ErrLeaderElectionLost if the lease could not be renewed.
+func (m *Manager) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	o := m.opts
+
+	serversCtx, stopServers := context.WithCancel(context.WithoutCancel(ctx))
+	var servers sync.WaitGroup
+	defer func() {
+		stopServers()
+		servers.Wait()
+	}()
+	serveOn(serversCtx, &servers, "metrics", m.metricsLn, metricsHandler())
+	serveOn(serversCtx, &servers, "health", m.healthLn, m.health.handler())
+
+	m.broadcaster.StartStructuredLogging(3)
+	m.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
+	defer m.broadcaster.Shutdown()
+
+	// Informers run for as long as the manager, leader or not, so a standby
+	// is ready to take over with warm caches.
+	informersStop := make(chan struct{})
+	m.factory.Start(informersStop)
+	defer func() {
+		close(informersStop)
+		m.factory.Shutdown()
+	}()
+	go func() {
+		if m.waitForSync(ctx) {
+			logger.Info("Caches synced: ready")
+		}
+	}()
+
+	if !o.LeaderElect {
+		metrics.SetLeader(true)
+		defer metrics.SetLeader(false)
+		m.runControllers(ctx)
+		return nil
+	}
+	return m.runLeaderElected(ctx)
+}
+
+func serveOn(ctx context.Context, wg *sync.WaitGroup, name string, ln net.Listener, h http.Handler) {
+	if ln == nil {
+		return
+	}
+	wg.Go(func() {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		logger := klog.FromContext(ctx)
+		logger.Info("Serving", "server", name, "address", ln.Addr().String())
+		stop := context.AfterFunc(ctx, func() {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutdownCtx)
+		})
+		defer stop()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Server failed", "server", name)
+		}
+	})
+}
+
+func (m *Manager) waitForSync(ctx context.Context) bool {
+	for {
+		if len(m.health.unsynced()) == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// runControllers runs every controller until ctx is done and they drained.
+func (m *Manager) runControllers(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, c := range m.controllers {
+		wg.Go(func() { c.Run(ctx, m.opts.Workers[c.Name()]) })
+	}
+	wg.Wait()
+}
+
+func (m *Manager) runLeaderElected(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	o := m.opts
+	id := o.LeaderElectIdentity
+	if id == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("leader election identity: %w", err)
+		}
+		id = host + "_" + uuid.NewString()
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock,
+		o.LeaderElectNamespace, o.LeaderElectName,
+		m.client.CoreV1(), m.client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{
+			Identity:      id,
+			EventRecorder: m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "controller-manager", Host: id}),
+		})
+	if err != nil {
+		return fmt.Errorf("creating the leader election lock: %w", err)
+	}
+
+	// The elector gets its own context, cancelled only once the controllers
+	// have drained, so that ReleaseOnCancel never hands the lease over while
+	// this replica is still writing.
+	leCtx, cancelLE := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelLE()
+	started := make(chan struct{})
+	controllersDone := make(chan struct{})
+
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.LeaderElectName,
+		WatchDog:        m.health.leader,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadCtx context.Context) {
+				close(started)
+				defer close(controllersDone)
+				runCtx, cancel := context.WithCancelCause(context.WithoutCancel(leadCtx))
+				defer cancel(nil)
+				// A signal drains; losing the lease stops at once.
+				stopOnSignal := context.AfterFunc(ctx, func() { cancel(context.Canceled) })
+				defer stopOnSignal()
+				stopOnLoss := context.AfterFunc(leadCtx, func() { cancel(ErrLeaderElectionLost) })
+				defer stopOnLoss()
+				logger.Info("Became leader: starting controllers", "identity", id)
+				metrics.SetLeader(true)
+				m.runControllers(runCtx)
+			},
+			OnStoppedLeading: func() {
+				metrics.SetLeader(false)
+				logger.Info("Stopped leading", "identity", id)
+			},
+			OnNewLeader: func(current string) {
+				if current != id {
+					logger.Info("Another replica leads: standing by with warm caches", "leader", current, "identity", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("configuring leader election: %w", err)
+	}
+
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		le.Run(leCtx)
+	}()
+
+	select {
+	case <-ctx.Done():
+		select {
+		case <-started:
+			<-controllersDone
+		default:
+		}
+		cancelLE() // releases the lease if held
+		<-electorDone
+		select {
+		case <-started: // won the lease in the meantime: its controllers saw ctx done
+			<-controllersDone
+		default:
+		}
+		logger.Info("Stopped")
+		return nil
+	case <-electorDone:
+		// The elector returns on its own only when renewing failed.
+		select {
+		case <-started:
+			<-controllersDone
+		default:
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		logger.Error(nil, "Lost the leader lease: stopped every controller; exiting so a new leader takes over alone", "identity", id)
+		return ErrLeaderElectionLost
+	}
+}
+
+// KeepOwnManagedFields is an informer transform that drops managedFields
+// entries of every field manager but fieldManager: the cache then holds only
+// what a controller needs to tell which fields it owns, not the (large)
+// bookkeeping of every other writer.
+func KeepOwnManagedFields(fieldManager string) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		acc, ok := obj.(metav1.ObjectMetaAccessor)
+		if !ok {
+			return obj, nil
+		}
+		meta := acc.GetObjectMeta()
+		mf := meta.GetManagedFields()
+		if len(mf) == 0 {
+			return obj, nil
+		}
+		var kept []metav1.ManagedFieldsEntry
+		for _, e := range mf {
+			if e.Manager == fieldManager {
+				kept = append(kept, e)
+			}
+		}
+		meta.SetManagedFields(kept)
+		return obj, nil
+	}
+}

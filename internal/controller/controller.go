@@ -1,0 +1,48 @@
+// Package controller holds what every controller of the manager shares: the
+// Context a controller is built from, the Interface the manager runs, and Loop,
+// the workqueue -> worker -> sync machinery.
+package controller
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+)
+
+// Interface is a controller the manager can run.
+type Interface interface {
+	// Name is the controller's name in --controllers, logs and metrics.
+	Name() string
+	// HasSynced reports whether the informer caches this controller reads have
+	// synced and its event handlers have seen the initial list. Readiness
+	// (/readyz) waits for it.
+	HasSynced() bool
+	// Run starts workers and blocks until ctx is cancelled and the in-flight
+	// work has drained (see Loop.Run).
+	Run(ctx context.Context, workers int)
+}
+
+// Context is what a controller is built from. Informers obtained from the
+// factories are shared: each resource is watched once, however many
+// controllers read it. The manager starts the factories after every enabled
+// controller has been constructed.
+type Context struct {
+	// KubeClient talks to the API server with the manager's QPS/burst.
+	KubeClient kubernetes.Interface
+	// InformerFactory is the shared factory for built-in types, scoped to
+	// --namespace and stripped of managedFields.
+	InformerFactory informers.SharedInformerFactory
+	// EventRecorder returns a recorder whose events name component as their source.
+	EventRecorder func(component string) record.EventRecorder
+	// Namespace is the watch scope ("" means all namespaces).
+	Namespace string
+	// ResyncPeriod is the informers' resync period (0 disables resync).
+	ResyncPeriod time.Duration
+	// DrainTimeout bounds how long Run waits for in-flight work on shutdown.
+	DrainTimeout time.Duration
+	// FieldManager is the field manager of every write.
+	FieldManager string
+}

@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-sample/controller-manager/internal/metrics"
+)
+
+// ErrStopNow, as the cause of the context passed to Loop.Run (see
+// context.WithCancelCause), makes the loop cancel in-flight syncs at once
+// instead of letting them finish: used when the leader lease is lost, where
+// another replica may already be writing.
+var ErrStopNow = errors.New("stop at once")
+
+// SyncFunc reconciles one key. It must be idempotent and level-triggered: it
+// reads the current state and converges it, whatever happened before.
+type SyncFunc[T comparable] func(ctx context.Context, key T) error
+
+// Loop runs a typed rate-limited workqueue with a pool of workers.
+//
+// A failed sync is requeued with the queue's rate limiter; with MaxRetries > 0
+// the key is dropped (and logged) after MaxRetries retries, otherwise it is
+// retried for as long as it fails, its delay growing up to the rate limiter's
+// cap. A panicking sync is recovered, logged with its stack and retried, so
+// one bad object never takes the other objects down with it.
+type Loop[T comparable] struct {
+	// Name names the queue (workqueue metrics) and the controller (reconcile
+	// metrics, logs).
+	Name string
+	// Queue holds the keys; create it with NewQueue.
+	Queue workqueue.TypedRateLimitingInterface[T]
+	// Sync reconciles one key.
+	Sync SyncFunc[T]
+	// MaxRetries caps retries of a failing key; 0 retries without limit.
+	MaxRetries int
+	// DrainTimeout bounds the wait for in-flight syncs on shutdown; once it
+	// passes their context is cancelled. 0 means 30s.
+	DrainTimeout time.Duration
+}
+
+// Default rate limits for retries: per-item exponential backoff from 5ms to
+// 5 minutes (client-go's default caps at 1000s, too long to notice recovery
+// of a backend), with no overall token bucket: a single bad key must never
+// slow every other key down, and the API server's own limits apply anyway.
+const (
+	DefaultRetryBaseDelay = 5 * time.Millisecond
+	DefaultRetryMaxDelay  = 5 * time.Minute
+)
+
+// NewQueue returns a named typed rate-limited queue with the default backoff.
+// The name labels the client-go workqueue metrics (workqueue_depth{name=...}).
+func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[T](DefaultRetryBaseDelay, DefaultRetryMaxDelay),
+		workqueue.TypedRateLimitingQueueConfig[T]{Name: name},
+	)
+}
+
+// Run starts workers and blocks until ctx is cancelled. Then it stops taking
+// new keys, lets the syncs in flight finish (ShutDownWithDrain) for at most
+// DrainTimeout, cancels whatever is still running, and returns once every
+// worker has exited. Keys still queued are not synced: they are reconciled
+// from the informers' initial list by whichever instance runs next.
+func (l *Loop[T]) Run(ctx context.Context, workers int) {
+	logger := klog.FromContext(ctx).WithValues("controller", l.Name)
+	if workers < 1 {
+		workers = 1
+	}
+	drainTimeout := l.DrainTimeout
+	if drainTimeout <= 0 {
+		drainTimeout = 30 * time.Second
+	}
+	// In-flight syncs outlive ctx (they run to completion during the drain)
+	// but not the drain timeout.
+	workCtx, cancelWork := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
+	defer cancelWork()
+
+	logger.Info("Starting workers", "count", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for l.processNext(ctx, workCtx) {
+			}
+		})
+	}
+
+	<-ctx.Done()
+	if errors.Is(context.Cause(ctx), ErrStopNow) {
+		logger.Info("Stopping at once: cancelling in-flight work", "cause", context.Cause(ctx))
+		cancelWork()
+	} else {
+		logger.Info("Shutting down: waiting for in-flight work", "timeout", drainTimeout)
+	}
+	drained := make(chan struct{})
+	go func() {
+		l.Queue.ShutDownWithDrain()
+		close(drained)
+	}()
+	timer := time.NewTimer(drainTimeout)
+	defer timer.Stop()
+	select {
+	case <-drained:
+	case <-timer.C:
+		logger.Info("Drain timeout passed: cancelling in-flight work", "timeout", drainTimeout)
+		cancelWork()
+		l.Queue.ShutDown()
+		<-drained
+	}
+	wg.Wait()
+	logger.Info("Workers stopped")
+}
+
+// processNext handles one key; it returns false once the queue shut down.
+func (l *Loop[T]) processNext(ctx, workCtx context.Context) bool {
+	key, shutdown := l.Queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.Queue.Done(key)
+	if ctx.Err() != nil {
+		// Shutting down: the queue is draining, do not start new work.
+		return true
+	}
+
+	start := time.Now()
+	err := l.safeSync(workCtx, key)
+	metrics.ObserveReconcile(l.Name, time.Since(start), err)
+	l.handleErr(workCtx, key, err)
+	return true
+}
+
+func (l *Loop[T]) safeSync(ctx context.Context, key T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while syncing: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return l.Sync(ctx, key)
+}
+
+func (l *Loop[T]) handleErr(ctx context.Context, key T, err error) {
+	if err == nil {
+		l.Queue.Forget(key)
+		return
+	}
+	logger := klog.FromContext(ctx)
+	if ctx.Err() != nil {
+		// Cancelled by the drain timeout: the next instance picks it up.
+		logger.V(2).Info("Sync cancelled by shutdown", "key", key, "err", err)
+		return
+	}
+	retries := l.Queue.NumRequeues(key)
+	if l.MaxRetries > 0 && retries >= l.MaxRetries {
+		l.Queue.Forget(key)
+		utilruntime.HandleErrorWithContext(ctx, err, "Dropping key out of the queue after retries", "key", key, "retries", retries)
+		return
+	}
+	logger.Info("Error syncing; will retry", "key", key, "retries", retries, "err", err)
+	l.Queue.AddRateLimited(key)
+}

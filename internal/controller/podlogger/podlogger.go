@@ -1,0 +1,196 @@
+// Package podlogger is the pod-logger controller: the client-go workqueue
+// example (seed 000). It watches Pods and logs every add, update and delete,
+// saying what changed.
+package podlogger
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+)
+
+// Name is the controller's name in --controllers.
+const Name = "pod-logger"
+
+// MaxRetries is how often a failing sync is retried before its key is
+// dropped (seed 000: five retries, then "Dropping pod out of the queue").
+const MaxRetries = 5
+
+// Controller logs Pod changes.
+type Controller struct {
+	lister corelisters.PodLister
+	synced cache.InformerSynced
+	loop   controller.Loop[cache.ObjectName]
+
+	// seen is the state last logged per Pod, to say what changed. Only the
+	// worker syncing a key touches its entry, but workers share the map.
+	mu   sync.Mutex
+	seen map[cache.ObjectName]podState
+}
+
+// podState is what the log lines compare between two syncs of a Pod.
+type podState struct {
+	uid             types.UID
+	resourceVersion string
+	phase           corev1.PodPhase
+	node            string
+	ready           bool
+	restarts        int32
+}
+
+// New builds the controller on the shared Pod informer.
+func New(ctx context.Context, cctx *controller.Context) *Controller {
+	informer := cctx.InformerFactory.Core().V1().Pods()
+	c := &Controller{
+		lister: informer.Lister(),
+		seen:   map[cache.ObjectName]podState{},
+	}
+	c.loop = controller.Loop[cache.ObjectName]{
+		Name:         Name,
+		Queue:        controller.NewQueue[cache.ObjectName](Name),
+		Sync:         c.sync,
+		MaxRetries:   MaxRetries,
+		DrainTimeout: cctx.DrainTimeout,
+	}
+	reg, err := informer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			oldPod, ok1 := oldObj.(*corev1.Pod)
+			newPod, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && oldPod.ResourceVersion == newPod.ResourceVersion {
+				return // a resync: nothing changed
+			}
+			c.enqueue(newObj)
+		},
+		DeleteFunc: c.enqueue, // DeletionHandlingObjectToName copes with tombstones
+	}, cache.HandlerOptions{Logger: ptr.To(klog.FromContext(ctx))})
+	if err != nil {
+		// Only fails once the informer has stopped, which cannot be the case
+		// before the factory started.
+		utilruntime.HandleErrorWithContext(ctx, err, "Adding Pod event handler")
+		c.synced = func() bool { return false }
+	} else {
+		c.synced = reg.HasSynced
+	}
+	return c
+}
+
+// Name implements controller.Interface.
+func (c *Controller) Name() string { return Name }
+
+// HasSynced implements controller.Interface.
+func (c *Controller) HasSynced() bool { return c.synced() }
+
+// Run implements controller.Interface.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting Pod controller")
+	defer logger.Info("Stopping Pod controller")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
+		c.loop.Queue.ShutDown()
+		return
+	}
+	c.loop.Run(ctx, workers)
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("pod-logger: cannot get key of %T: %w", obj, err))
+		return
+	}
+	c.loop.Queue.Add(key)
+}
+
+// sync logs the Pod's current state, or its deletion.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx)
+	pod, err := c.lister.Pods(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		_, known := c.seen[key]
+		delete(c.seen, key)
+		c.mu.Unlock()
+		logger.Info(fmt.Sprintf("Pod %s does not exist anymore", key.String()), "pod", klog.KRef(key.Namespace, key.Name), "known", known)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fetching pod %s from the cache: %w", key, err)
+	}
+
+	now := stateOf(pod)
+	c.mu.Lock()
+	before, known := c.seen[key]
+	c.seen[key] = now
+	c.mu.Unlock()
+
+	event, changes := describe(before, known, now)
+	if event == "" {
+		return nil // same ResourceVersion as last logged: nothing to say
+	}
+	logger.Info("Sync/Add/Update for Pod "+pod.GetName(),
+		"pod", klog.KObj(pod), "event", event, "changes", changes,
+		"phase", now.phase, "node", now.node, "ready", now.ready, "restarts", now.restarts)
+	return nil
+}
+
+func stateOf(pod *corev1.Pod) podState {
+	s := podState{
+		uid:             pod.UID,
+		resourceVersion: pod.ResourceVersion,
+		phase:           pod.Status.Phase,
+		node:            pod.Spec.NodeName,
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			s.ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		s.restarts += cs.RestartCount
+	}
+	return s
+}
+
+// describe names the event ("added", "updated", "recreated", or "" when
+// nothing changed) and lists what changed between two logged states.
+func describe(before podState, known bool, now podState) (event, changes string) {
+	switch {
+	case !known:
+		return "added", "none"
+	case before.uid != now.uid:
+		return "recreated", fmt.Sprintf("uid: %s -> %s (deleted and created again under the same name)", before.uid, now.uid)
+	case before.resourceVersion == now.resourceVersion:
+		return "", ""
+	}
+	var diffs []string
+	if before.phase != now.phase {
+		diffs = append(diffs, fmt.Sprintf("phase: %q -> %q", before.phase, now.phase))
+	}
+	if before.node != now.node {
+		diffs = append(diffs, fmt.Sprintf("node: %q -> %q", before.node, now.node))
+	}
+	if before.ready != now.ready {
+		diffs = append(diffs, fmt.Sprintf("ready: %t -> %t", before.ready, now.ready))
+	}
+	if before.restarts != now.restarts {
+		diffs = append(diffs, fmt.Sprintf("restarts: %d -> %d", before.restarts, now.restarts))
+	}
+	if len(diffs) == 0 {
+		return "updated", "metadata or spec only"
+	}
+	return "updated", strings.Join(diffs, ", ")
+}

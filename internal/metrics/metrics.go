@@ -1,0 +1,78 @@
+// Package metrics registers the manager's Prometheus metrics in the
+// component-base legacy registry, which the metrics server serves:
+//   - client-go workqueue metrics per named queue (workqueue_depth, _adds_total,
+//     _queue_duration_seconds, _work_duration_seconds, _retries_total,
+//     _unfinished_work_seconds, _longest_running_processor_seconds);
+//   - client-go REST client metrics (rest_client_requests_total, latencies);
+//   - leader election and reflector metrics;
+//   - reconcile totals, errors and durations per controller (below).
+//
+// Importing this package installs the client-go metrics providers; it must be
+// imported before any workqueue is created, which the controller package
+// guarantees by importing it.
+package metrics
+
+import (
+	"time"
+
+	k8smetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go REST, workqueue, leader election metrics
+)
+
+const subsystem = "controller"
+
+var (
+	reconcileTotal = k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "reconcile_total",
+		Help:           "Number of reconciliations (syncs of one key) per controller and result (success, error).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"controller", "result"})
+
+	reconcileErrors = k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "reconcile_errors_total",
+		Help:           "Number of reconciliations that returned an error, per controller.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"controller"})
+
+	reconcileDuration = k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+		Subsystem:      subsystem,
+		Name:           "reconcile_duration_seconds",
+		Help:           "Time one reconciliation takes, per controller.",
+		Buckets:        []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"controller"})
+
+	leaderStatus = k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+		Subsystem:      subsystem,
+		Name:           "manager_is_leader",
+		Help:           "1 while this manager holds the leader lease (or runs without leader election), else 0.",
+		StabilityLevel: k8smetrics.ALPHA,
+	})
+)
+
+func init() {
+	legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcileDuration, leaderStatus)
+}
+
+// ObserveReconcile records one reconciliation of controller.
+func ObserveReconcile(controller string, d time.Duration, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+		reconcileErrors.WithLabelValues(controller).Inc()
+	}
+	reconcileTotal.WithLabelValues(controller, result).Inc()
+	reconcileDuration.WithLabelValues(controller).Observe(d.Seconds())
+}
+
+// SetLeader records whether this manager leads.
+func SetLeader(leading bool) {
+	if leading {
+		leaderStatus.Set(1)
+	} else {
+		leaderStatus.Set(0)
+	}
+}

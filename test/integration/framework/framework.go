@@ -1,0 +1,150 @@
+// Package framework starts the real control plane the integration tests run
+// against: etcd and kube-apiserver built by the project into bin/ (see
+// hack/build-tools.sh), started on 127.0.0.1 by controller-runtime's envtest,
+// with the project's CRDs (config/crd) installed. One control plane serves a
+// whole test package (start it from TestMain with Main).
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// RepoRoot returns the directory holding the project's go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "hack", "build-tools.sh")); err == nil {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("project root (go.mod + hack/build-tools.sh) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Environment returns an envtest environment using the project's binaries
+// (KUBEBUILDER_ASSETS, else <root>/bin) and CRDs (<root>/config/crd).
+func Environment() (*envtest.Environment, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: run `make tools` (hack/build-tools.sh) first, or set KUBEBUILDER_ASSETS", b, assets)
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		ErrorIfCRDPathMissing:    false,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	if crds := filepath.Join(root, "config", "crd"); dirExists(crds) {
+		env.CRDDirectoryPaths = []string{crds}
+		env.ErrorIfCRDPathMissing = true
+	}
+	return env, nil
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// Main starts the control plane, stores its admin config in *cfg, runs the
+// package's tests and stops the control plane. Call it from TestMain:
+//
+//	var cfg *rest.Config
+//	func TestMain(m *testing.M) { framework.Main(m, &cfg) }
+func Main(m *testing.M, cfg **rest.Config) {
+	os.Exit(run(m, cfg))
+}
+
+func run(m *testing.M, cfg **rest.Config) int {
+	env, err := Environment()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	c, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: starting control plane:", err)
+		_ = env.Stop()
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "integration: stopping control plane:", err)
+		}
+	}()
+	*cfg = c
+	return m.Run()
+}
+
+// CreateNamespace creates a namespace with a generated name for one test.
+// (A test control plane runs no namespace controller, so it is not deleted.)
+func CreateNamespace(t testing.TB, client kubernetes.Interface) string {
+	t.Helper()
+	ns, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// Eventually polls cond every 20ms until it returns true, returns an error,
+// or timeout passes; the test fails with msg on timeout or error.
+func Eventually(t testing.TB, timeout time.Duration, msg string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var lastErr error
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		if lastErr != nil {
+			t.Fatalf("%s: not true within %v (last error: %v)", msg, timeout, lastErr)
+		}
+		t.Fatalf("%s: not true within %v", msg, timeout)
+	}
+}
+
+// Config returns a copy of cfg with high client-side limits, as the manager uses.
+func Config(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS = 1000
+	c.Burst = 2000
+	return c
+}
