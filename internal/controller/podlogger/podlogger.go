@@ -48,10 +48,12 @@ type podState struct {
 	node            string
 	ready           bool
 	restarts        int32
+	deleting        bool
 }
 
 // New builds the controller on the shared Pod informer.
 func New(ctx context.Context, cctx *controller.Context) *Controller {
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
 	informer := cctx.InformerFactory.Core().V1().Pods()
 	c := &Controller{
 		lister: informer.Lister(),
@@ -70,12 +72,13 @@ func New(ctx context.Context, cctx *controller.Context) *Controller {
 			oldPod, ok1 := oldObj.(*corev1.Pod)
 			newPod, ok2 := newObj.(*corev1.Pod)
 			if ok1 && ok2 && oldPod.ResourceVersion == newPod.ResourceVersion {
-				return // a resync: nothing changed
+				logger.V(4).Info("Ignoring resync of unchanged Pod", "pod", klog.KObj(newPod))
+				return
 			}
 			c.enqueue(newObj)
 		},
 		DeleteFunc: c.enqueue, // DeletionHandlingObjectToName copes with tombstones
-	}, cache.HandlerOptions{Logger: ptr.To(klog.FromContext(ctx))})
+	}, cache.HandlerOptions{Logger: ptr.To(logger)})
 	if err != nil {
 		// Only fails once the informer has stopped, which cannot be the case
 		// before the factory started.
@@ -153,6 +156,7 @@ func stateOf(pod *corev1.Pod) podState {
 		resourceVersion: pod.ResourceVersion,
 		phase:           pod.Status.Phase,
 		node:            pod.Spec.NodeName,
+		deleting:        pod.DeletionTimestamp != nil,
 	}
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == corev1.PodReady {
@@ -188,6 +192,9 @@ func describe(before podState, known bool, now podState) (event, changes string)
 	}
 	if before.restarts != now.restarts {
 		diffs = append(diffs, fmt.Sprintf("restarts: %d -> %d", before.restarts, now.restarts))
+	}
+	if !before.deleting && now.deleting {
+		diffs = append(diffs, "deletion requested")
 	}
 	if len(diffs) == 0 {
 		return "updated", "metadata or spec only"

@@ -1,0 +1,104 @@
+package framework
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kube-sample/controller-manager/internal/app"
+)
+
+// Manager is a controller manager running in the test process.
+type Manager struct {
+	*app.Manager
+	// Logger holds every line the manager logged.
+	Logger klog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	// errExpected: the test checks Run's error itself.
+	errExpected bool
+}
+
+// Options returns manager options for a test: no metrics server, a health
+// server on a free loopback port, short shutdown timeout.
+func Options() *app.Options {
+	o := app.NewOptions()
+	o.MetricsBindAddress = "0"
+	o.HealthProbeBindAddress = "127.0.0.1:0"
+	o.ShutdownTimeout = 10 * time.Second
+	return o
+}
+
+// NewLogger returns a logger that writes to t and keeps every line.
+func NewLogger(t testing.TB) klog.Logger {
+	return ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(4)))
+}
+
+// StartManager builds and runs a manager with o against cfg. The manager is
+// stopped (and must have stopped cleanly) when the test ends, unless the
+// test stopped it.
+func StartManager(t testing.TB, cfg *rest.Config, o *app.Options) *Manager {
+	t.Helper()
+	logger := NewLogger(t)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	m, err := app.NewManager(ctx, o, cfg)
+	if err != nil {
+		cancel()
+		t.Fatalf("creating the manager: %v", err)
+	}
+	tm := &Manager{Manager: m, Logger: logger, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(tm.done)
+		tm.err = m.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		if err := tm.Stop(); err != nil && !tm.errExpected {
+			t.Errorf("manager stopped with an error: %v", err)
+		}
+	})
+	return tm
+}
+
+// Stop cancels the manager's context (as SIGTERM does) and waits for Run
+// to return, returning its error.
+func (m *Manager) Stop() error {
+	m.cancel()
+	<-m.done
+	return m.err
+}
+
+// ExpectError tells the cleanup that the test checks Run's error itself.
+func (m *Manager) ExpectError() { m.errExpected = true }
+
+// Done is closed when Run has returned.
+func (m *Manager) Done() <-chan struct{} { return m.done }
+
+// Err is Run's result, valid once Done is closed.
+func (m *Manager) Err() error { return m.err }
+
+// Logs returns everything the manager logged so far.
+func (m *Manager) Logs() string {
+	return m.Logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+}
+
+// LogLines returns the logged messages (without key/value pairs) in order.
+func (m *Manager) LogLines() []ktesting.LogEntry {
+	return m.Logger.GetSink().(ktesting.Underlier).GetBuffer().Data()
+}
+
+// CountLogs returns how many logged messages contain s.
+func (m *Manager) CountLogs(s string) int {
+	n := 0
+	for _, e := range m.LogLines() {
+		if strings.Contains(e.Message, s) {
+			n++
+		}
+	}
+	return n
+}

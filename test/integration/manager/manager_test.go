@@ -1,0 +1,266 @@
+// Integration tests of the manager itself (leader election, readiness,
+// shutdown, metrics) against a real kube-apiserver + etcd.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	corev1 "k8s.io/api/core/v1"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-sample/controller-manager/internal/app"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+var cfg *rest.Config
+
+func TestMain(m *testing.M) { framework.Main(m, &cfg) }
+
+const timeout = 30 * time.Second
+
+func leaderOptions(ns, id string) *app.Options {
+	o := framework.Options()
+	o.Controllers = []string{"pod-logger"}
+	o.Namespace = ns
+	o.LeaderElect = true
+	o.LeaderElectNamespace = ns
+	o.LeaderElectIdentity = id
+	o.LeaseDuration = 3 * time.Second
+	o.RenewDeadline = 2 * time.Second
+	o.RetryPeriod = 200 * time.Millisecond
+	return o
+}
+
+func lease(ctx context.Context, client kubernetes.Interface, ns string) (*coordinationv1.Lease, error) {
+	return client.CoordinationV1().Leases(ns).Get(ctx, "controller-manager", metav1.GetOptions{})
+}
+
+func holder(ctx context.Context, client kubernetes.Interface, ns string) string {
+	l, err := lease(ctx, client, ns)
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func get(addr, path string) (int, string, error) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+func TestLeaderElectionFailover(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ns := framework.CreateNamespace(t, client)
+	ctx := context.Background()
+
+	a := framework.StartManager(t, cfg, leaderOptions(ns, "manager-a"))
+	framework.Eventually(t, timeout, "manager-a to lead", func(ctx context.Context) (bool, error) {
+		return holder(ctx, client, ns) == "manager-a" && a.CountLogs("Became leader") == 1, nil
+	})
+
+	b := framework.StartManager(t, cfg, leaderOptions(ns, "manager-b"))
+	// The standby becomes ready (warm caches) without leading.
+	framework.Eventually(t, timeout, "manager-b to be ready as a standby", func(context.Context) (bool, error) {
+		code, _, err := get(b.HealthAddress(), "/readyz")
+		return code == http.StatusOK, err
+	})
+	// ... and stays a standby while the leader renews, twice over.
+	first, err := lease(ctx, client, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewals := 0
+	last := first.Spec.RenewTime.Time
+	framework.Eventually(t, timeout, "two renewals by manager-a", func(ctx context.Context) (bool, error) {
+		l, err := lease(ctx, client, ns)
+		if err != nil {
+			return false, err
+		}
+		if *l.Spec.HolderIdentity != "manager-a" {
+			return false, fmt.Errorf("lease taken over by %s while manager-a leads", *l.Spec.HolderIdentity)
+		}
+		if l.Spec.RenewTime.After(last) {
+			renewals++
+			last = l.Spec.RenewTime.Time
+		}
+		return renewals >= 2, nil
+	})
+	if n := b.CountLogs("Became leader"); n != 0 {
+		t.Fatalf("manager-b started its controllers while manager-a leads")
+	}
+	if b.CountLogs("Another replica leads") == 0 {
+		t.Error("manager-b did not log that it stands by")
+	}
+
+	// Stop the leader cleanly: it releases the lease, the standby takes over.
+	if err := a.Stop(); err != nil {
+		t.Fatalf("manager-a stopped with %v, want a clean stop", err)
+	}
+	stopped := time.Now()
+	framework.Eventually(t, timeout, "manager-b to take over", func(ctx context.Context) (bool, error) {
+		return holder(ctx, client, ns) == "manager-b" && b.CountLogs("Became leader") == 1, nil
+	})
+	takeover := time.Since(stopped)
+	t.Logf("takeover after a clean stop of the leader: %v (retry period %v)", takeover, 200*time.Millisecond)
+	if a.CountLogs("Became leader") != 1 {
+		t.Error("manager-a led more than once")
+	}
+}
+
+func TestLostLeaseStopsControllersAndFails(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ns := framework.CreateNamespace(t, client)
+	a := framework.StartManager(t, cfg, leaderOptions(ns, "manager-a"))
+	a.ExpectError()
+	framework.Eventually(t, timeout, "manager-a to lead", func(ctx context.Context) (bool, error) {
+		return a.CountLogs("Became leader") == 1, nil
+	})
+
+	// Another party takes the lease over (as after a network partition in
+	// which the lease expired): manager-a can no longer renew.
+	framework.Eventually(t, timeout, "the lease to be stolen", func(ctx context.Context) (bool, error) {
+		l, err := lease(ctx, client, ns)
+		if err != nil {
+			return false, err
+		}
+		l.Spec.HolderIdentity = ptr.To("intruder")
+		l.Spec.LeaseDurationSeconds = ptr.To[int32](3600)
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		_, err = client.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+
+	select {
+	case <-a.Done():
+	case <-time.After(timeout):
+		t.Fatal("manager-a kept running after losing its lease")
+	}
+	if err := a.Err(); !errors.Is(err, app.ErrLeaderElectionLost) {
+		t.Fatalf("Run returned %v, want ErrLeaderElectionLost (so the process exits non-zero)", err)
+	}
+	if a.CountLogs("Workers stopped") == 0 {
+		t.Error("the controllers were not stopped")
+	}
+	if holder(context.Background(), client, ns) != "intruder" {
+		t.Error("manager-a touched the lease after losing it")
+	}
+}
+
+func TestReadyOnlyAfterCachesSync(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ns := framework.CreateNamespace(t, client)
+
+	// Hold the Pod LIST until the test lets it through, so that the
+	// informer cannot sync.
+	gate := make(chan struct{})
+	c := rest.CopyConfig(cfg)
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") && req.URL.Query().Get("watch") == "" {
+				select {
+				case <-gate:
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	o := framework.Options()
+	o.Controllers = []string{"pod-logger"}
+	o.Namespace = ns
+	m := framework.StartManager(t, c, o)
+
+	framework.Eventually(t, timeout, "/readyz to answer 503 while the caches are not synced", func(context.Context) (bool, error) {
+		code, body, err := get(m.HealthAddress(), "/readyz")
+		if err != nil {
+			return false, err // not serving yet
+		}
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "pod-logger") {
+			return false, fmt.Errorf("/readyz = %d %q before the LIST was let through", code, body)
+		}
+		return true, nil
+	})
+	if code, _, err := get(m.HealthAddress(), "/healthz"); err != nil || code != http.StatusOK {
+		t.Errorf("/healthz = %d, %v; want 200 while waiting for caches", code, err)
+	}
+	close(gate)
+	framework.Eventually(t, timeout, "/readyz to answer 200 after sync", func(context.Context) (bool, error) {
+		code, _, err := get(m.HealthAddress(), "/readyz")
+		return code == http.StatusOK, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestMetricsAndCleanShutdown(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ns := framework.CreateNamespace(t, client)
+	o := leaderOptions(ns, "manager-m")
+	o.MetricsBindAddress = "127.0.0.1:0"
+	m := framework.StartManager(t, cfg, o)
+	framework.Eventually(t, timeout, "the manager to lead", func(context.Context) (bool, error) {
+		return m.CountLogs("Became leader") == 1, nil
+	})
+	if _, err := client.CoreV1().Pods(ns).Create(context.Background(), podlessPod(ns), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "metrics of the pod-logger", func(context.Context) (bool, error) {
+		code, body, err := get(m.MetricsAddress(), "/metrics")
+		if err != nil || code != http.StatusOK {
+			return false, err
+		}
+		for _, want := range []string{
+			`workqueue_depth{name="pod-logger"}`,
+			`workqueue_adds_total{name="pod-logger"}`,
+			`workqueue_work_duration_seconds_bucket{name="pod-logger"`,
+			`controller_reconcile_total{controller="pod-logger",result="success"}`,
+			`controller_reconcile_duration_seconds_bucket{controller="pod-logger"`,
+			`rest_client_requests_total{`,
+			`controller_manager_is_leader 1`,
+		} {
+			if !strings.Contains(body, want) {
+				return false, fmt.Errorf("/metrics lacks %s", want)
+			}
+		}
+		return true, nil
+	})
+
+	// A clean stop returns nil and releases the lease at once.
+	if err := m.Stop(); err != nil {
+		t.Fatalf("clean stop returned %v", err)
+	}
+	l, err := lease(context.Background(), client, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
+		t.Errorf("lease still held by %q after a clean stop; want it released", h)
+	}
+}
+func podlessPod(ns string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metrics-pod", Labels: map[string]string{"app": "demo"}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+}
