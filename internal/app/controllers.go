@@ -10,6 +10,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
+	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 	"github.com/kube-sample/controller-manager/internal/controller/podlogger"
 )
 
@@ -30,6 +31,18 @@ type Descriptor struct {
 // order. Registration is explicit, here and nowhere else.
 func Controllers() []Descriptor {
 	return []Descriptor{
+		{
+			Name: ingressmanager.Name,
+			// Workers mostly wait on API round trips: 16 keep a cold start
+			// over thousands of Services bound by the API server, not by us.
+			DefaultWorkers: 16,
+			New: func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error) {
+				return ingressmanager.New(ctx, cctx, ingressmanager.Config{
+					HostTemplate: o.IngressHostTemplate,
+					IngressClass: o.IngressClass,
+				})
+			},
+		},
 		{
 			Name:           podlogger.Name,
 			DefaultWorkers: 2,

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 )
 
 // Options are the manager's command-line options.
@@ -30,6 +32,10 @@ type Options struct {
 	ResyncPeriod    time.Duration
 	ShutdownTimeout time.Duration
 	FieldManager    string
+
+	// ingress-manager.
+	IngressHostTemplate string
+	IngressClass        string
 
 	// Leader election.
 	LeaderElect            bool
@@ -69,6 +75,7 @@ func NewOptions() *Options {
 		ResyncPeriod:           10 * time.Minute,
 		ShutdownTimeout:        30 * time.Second,
 		FieldManager:           "controller-manager",
+		IngressHostTemplate:    ingressmanager.DefaultHostTemplate,
 		LeaderElectNamespace:   "kube-system",
 		LeaderElectName:        "controller-manager",
 		LeaseDuration:          15 * time.Second,
@@ -113,6 +120,12 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"On SIGTERM/SIGINT, how long in-flight syncs may run to completion before they are cancelled. A second signal exits at once.")
 	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager,
 		"Field manager name of every write to the API server.")
+
+	fs = fss.FlagSet("ingress-manager")
+	fs.StringVar(&o.IngressHostTemplate, "ingress-host-template", o.IngressHostTemplate,
+		"Go template of the Ingress rule host for Services without the ingress/host annotation; it sees .Name and .Namespace of the Service, e.g. '{{.Name}}.{{.Namespace}}.apps.example.com'.")
+	fs.StringVar(&o.IngressClass, "ingress-class", o.IngressClass,
+		"spec.ingressClassName of Ingresses whose Service has no ingress/class annotation. Empty means none (the cluster's default IngressClass).")
 
 	fs = fss.FlagSet("leader election")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
@@ -184,6 +197,9 @@ func (o *Options) Validate() error {
 		if o.LeaseDuration <= o.RenewDeadline {
 			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline))
 		}
+	}
+	if _, err := ingressmanager.NewBuilder(ingressmanager.Config{HostTemplate: o.IngressHostTemplate, IngressClass: o.IngressClass}); err != nil {
+		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class: %w", err))
 	}
 	for flag, addr := range map[string]string{
 		"--metrics-bind-address":      o.MetricsBindAddress,

@@ -102,7 +102,7 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 	m := &Manager{opts: o, client: client}
 	m.factory = informers.NewSharedInformerFactoryWithOptions(client, o.ResyncPeriod,
 		informers.WithNamespace(o.Namespace),
-		informers.WithTransform(KeepOwnManagedFields(o.FieldManager)))
+		informers.WithTransform(CacheTransform(o.FieldManager)))
 	m.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 
 	cctx := &controller.Context{
@@ -362,28 +362,37 @@ func (m *Manager) runLeaderElected(ctx context.Context) error {
 	}
 }
 
-// KeepOwnManagedFields is an informer transform that drops managedFields
-// entries of every field manager but fieldManager: the cache then holds only
-// what a controller needs to tell which fields it owns, not the (large)
-// bookkeeping of every other writer.
-func KeepOwnManagedFields(fieldManager string) func(any) (any, error) {
+// CacheTransform is the informers' transform: it keeps the cache lean.
+//   - managedFields entries of every field manager but fieldManager are
+//     dropped: the cache holds what a controller needs to tell which fields
+//     it owns, not the bookkeeping of every other writer;
+//   - the kubectl.kubernetes.io/last-applied-configuration annotation (a copy
+//     of the whole object) is dropped from Services and Pods, which no
+//     controller here writes back.
+func CacheTransform(fieldManager string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		acc, ok := obj.(metav1.ObjectMetaAccessor)
 		if !ok {
 			return obj, nil
 		}
 		meta := acc.GetObjectMeta()
-		mf := meta.GetManagedFields()
-		if len(mf) == 0 {
-			return obj, nil
+		if mf := meta.GetManagedFields(); len(mf) > 0 {
+			var kept []metav1.ManagedFieldsEntry
+			for _, e := range mf {
+				if e.Manager == fieldManager {
+					kept = append(kept, e)
+				}
+			}
+			meta.SetManagedFields(kept)
 		}
-		var kept []metav1.ManagedFieldsEntry
-		for _, e := range mf {
-			if e.Manager == fieldManager {
-				kept = append(kept, e)
+		switch obj.(type) {
+		case *corev1.Service, *corev1.Pod:
+			if ann := meta.GetAnnotations(); ann != nil {
+				if _, ok := ann[corev1.LastAppliedConfigAnnotation]; ok {
+					delete(ann, corev1.LastAppliedConfigAnnotation)
+				}
 			}
 		}
-		meta.SetManagedFields(kept)
 		return obj, nil
 	}
 }

@@ -133,7 +133,11 @@ func (l *Loop[T]) processNext(ctx, workCtx context.Context) bool {
 
 	start := time.Now()
 	err := l.safeSync(workCtx, key)
-	metrics.ObserveReconcile(l.Name, time.Since(start), err)
+	took := time.Since(start)
+	metrics.ObserveReconcile(l.Name, took, err)
+	if err == nil {
+		klog.FromContext(workCtx).V(4).Info("Synced", "key", key, "duration", took)
+	}
 	l.handleErr(workCtx, key, err)
 	return true
 }

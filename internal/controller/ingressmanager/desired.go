@@ -1,0 +1,680 @@
+package ingressmanager
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"unicode"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
+)
+
+// Annotation keys read on a Service.
+const (
+	// AnnotationHTTP enables the Ingress for a Service (any value but "false").
+	AnnotationHTTP = "ingress/http"
+	// AnnotationHost sets the rule host; "" means a rule without host.
+	AnnotationHost = "ingress/host"
+	// AnnotationPath sets the HTTP path.
+	AnnotationPath = "ingress/path"
+	// AnnotationPathType sets the path type: Prefix, Exact or ImplementationSpecific.
+	AnnotationPathType = "ingress/path-type"
+	// AnnotationPort selects the backend Service port, by number or by name.
+	AnnotationPort = "ingress/port"
+	// AnnotationClass sets spec.ingressClassName; "" means no class.
+	AnnotationClass = "ingress/class"
+	// AnnotationTLSSecret adds spec.tls for the rule host with this Secret.
+	AnnotationTLSSecret = "ingress/tls-secret"
+	// AnnotationAnnotations is a JSON object of annotations to put on the Ingress.
+	AnnotationAnnotations = "ingress/annotations"
+)
+
+// Defaults.
+const (
+	// DefaultHostTemplate is the host template used when Config.HostTemplate is empty.
+	DefaultHostTemplate = "example.com"
+	// DefaultFieldManager is the field manager used when Config.FieldManager is empty.
+	DefaultFieldManager = "ingress-manager"
+	// DefaultPath is the path used when ingress/path is absent.
+	DefaultPath = "/"
+	// DefaultPathType is the path type used when ingress/path-type is absent.
+	DefaultPathType = networkingv1.PathTypePrefix
+	// DefaultPortNumber is the Service port preferred when ingress/port is absent.
+	DefaultPortNumber = 80
+	// DefaultPortName is the Service port name preferred, after port 80, when
+	// ingress/port is absent.
+	DefaultPortName = "http"
+)
+
+// Reasons of an InvalidError, CamelCase, suitable as an Event reason.
+const (
+	ReasonInvalidHost         = "InvalidHost"
+	ReasonInvalidHostTemplate = "InvalidHostTemplate"
+	ReasonInvalidPath         = "InvalidPath"
+	ReasonInvalidPathType     = "InvalidPathType"
+	ReasonUnknownPort         = "UnknownPort"
+	ReasonAmbiguousPort       = "AmbiguousPort"
+	ReasonNoPorts             = "NoPorts"
+	ReasonInvalidClass        = "InvalidClass"
+	ReasonInvalidTLSSecret    = "InvalidTLSSecret"
+	ReasonInvalidAnnotations  = "InvalidAnnotations"
+)
+
+// ingressClassAnnotation is the deprecated class annotation the API server
+// refuses when it disagrees with spec.ingressClassName.
+const ingressClassAnnotation = "kubernetes.io/ingress.class"
+
+// Problem is one bad setting found on a Service.
+type Problem struct {
+	// Annotation is the annotation key to fix, e.g. "ingress/port". Empty when
+	// the problem is in the Service itself (NoPorts).
+	Annotation string
+	// Reason is a CamelCase machine reason, one of the Reason* constants.
+	Reason string
+	// Message tells the user what is wrong and how to fix it.
+	Message string
+}
+
+// InvalidError reports that a Service's ingress/* annotations (or its ports)
+// do not allow building an Ingress. The controller turns it into a Warning
+// Event on the Service and writes no Ingress; retrying does not help until
+// the Service changes.
+//
+// All problems are reported, in a fixed order (host, path type, path, port,
+// class, TLS secret, annotations). Reason is the first problem's reason;
+// Message holds every problem's message.
+type InvalidError struct {
+	// Reason is the first problem's Reason, for the Event's reason.
+	Reason string
+	// Message describes every problem, for the Event's message.
+	Message string
+	// Problems lists each problem, at least one.
+	Problems []Problem
+}
+
+// Error returns Message.
+func (e *InvalidError) Error() string { return e.Message }
+
+func newInvalidError(problems []Problem) *InvalidError {
+	if len(problems) == 0 {
+		return nil
+	}
+	e := &InvalidError{Reason: problems[0].Reason, Problems: problems}
+	if len(problems) == 1 {
+		e.Message = problems[0].Message
+		return e
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(problems))
+	for i, p := range problems {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " [%d] %s", i+1, p.Message)
+	}
+	e.Message = b.String()
+	return e
+}
+
+// Enabled reports whether svc asks for an Ingress: it carries the annotation
+// ingress/http with any value but "false" (compared case-insensitively,
+// ignoring surrounding white space).
+func Enabled(svc *corev1.Service) bool {
+	if svc == nil {
+		return false
+	}
+	v, ok := svc.Annotations[AnnotationHTTP]
+	return ok && !strings.EqualFold(strings.TrimSpace(v), "false")
+}
+
+// Config configures a Builder; it mirrors the controller's flags.
+type Config struct {
+	// HostTemplate is the Go text/template (--ingress-host-template) rendering
+	// the rule host of Services without ingress/host. It sees .Name and
+	// .Namespace of the Service. Empty means DefaultHostTemplate.
+	HostTemplate string
+	// IngressClass (--ingress-class) is the spec.ingressClassName of Services
+	// without ingress/class. Empty means none.
+	IngressClass string
+	// FieldManager is the server-side-apply field manager the controller
+	// writes with. Empty means DefaultFieldManager.
+	FieldManager string
+}
+
+// Builder computes desired Ingresses. It is immutable and safe for
+// concurrent use.
+type Builder struct {
+	hostTemplateText string
+	hostTemplate     *template.Template
+	ingressClass     string
+	fieldManager     string
+}
+
+// hostTemplateData is what the host template sees.
+type hostTemplateData struct {
+	Name      string
+	Namespace string
+}
+
+// NewBuilder validates cfg and returns a Builder. The host template is parsed
+// once (with missingkey=error) and test-rendered for a sample Service, so a
+// broken template or class fails at startup rather than on every Service.
+func NewBuilder(cfg Config) (*Builder, error) {
+	b := &Builder{
+		hostTemplateText: cfg.HostTemplate,
+		ingressClass:     cfg.IngressClass,
+		fieldManager:     cfg.FieldManager,
+	}
+	if b.hostTemplateText == "" {
+		b.hostTemplateText = DefaultHostTemplate
+	}
+	if b.fieldManager == "" {
+		b.fieldManager = DefaultFieldManager
+	}
+	t, err := template.New("ingress-host").Option("missingkey=error").Parse(b.hostTemplateText)
+	if err != nil {
+		return nil, fmt.Errorf("invalid ingress host template %q: %w", b.hostTemplateText, err)
+	}
+	b.hostTemplate = t
+	sample := hostTemplateData{Name: "my-service", Namespace: "default"}
+	host, err := b.renderHost(sample)
+	if err != nil {
+		return nil, fmt.Errorf("invalid ingress host template %q: rendering it for service default/my-service: %w", b.hostTemplateText, err)
+	}
+	if why := hostProblem(host); why != "" {
+		return nil, fmt.Errorf("invalid ingress host template %q: for service default/my-service it renders %s, which %s", b.hostTemplateText, quote(host), why)
+	}
+	if b.ingressClass != "" {
+		if why := dnsSubdomainProblem(b.ingressClass); why != "" {
+			return nil, fmt.Errorf("invalid ingress class %q: it %s (it must name an IngressClass object)", b.ingressClass, why)
+		}
+	}
+	if len(b.fieldManager) > 128 {
+		return nil, fmt.Errorf("invalid field manager %q: longer than 128 characters", b.fieldManager)
+	}
+	for _, r := range b.fieldManager {
+		if !unicode.IsPrint(r) {
+			return nil, fmt.Errorf("invalid field manager %q: it must contain printable characters only", b.fieldManager)
+		}
+	}
+	return b, nil
+}
+
+// FieldManager returns the server-side-apply field manager of the controller.
+func (b *Builder) FieldManager() string { return b.fieldManager }
+
+func (b *Builder) renderHost(data hostTemplateData) (string, error) {
+	var buf bytes.Buffer
+	if err := b.hostTemplate.Execute(&buf, data); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(buf.String()), nil
+}
+
+// Desired returns the Ingress svc should have, or nil and no error when svc
+// does not ask for one (see Enabled): the controller then removes an Ingress
+// it controls.
+//
+// The Ingress has svc's name and namespace, a controller OwnerReference to
+// svc, the annotations of ingress/annotations, and one rule with one path
+// whose backend is svc at the number of the chosen Service port. When an
+// annotation is bad the error is an *InvalidError listing every problem.
+func (b *Builder) Desired(svc *corev1.Service) (*networkingv1.Ingress, error) {
+	if !Enabled(svc) {
+		return nil, nil
+	}
+	var problems []Problem
+	add := func(p *Problem) {
+		if p != nil {
+			problems = append(problems, *p)
+		}
+	}
+
+	host, p := b.host(svc)
+	add(p)
+	pathType, p := parsePathType(svc.Annotations)
+	add(p)
+	path, p := parsePath(svc.Annotations, pathType)
+	add(p)
+	port, p := resolvePort(svc)
+	add(p)
+	class, p := b.class(svc.Annotations)
+	add(p)
+	tlsSecret, p := parseTLSSecret(svc.Annotations)
+	add(p)
+	annotations, p := parseAnnotations(svc.Annotations, class)
+	add(p)
+	if err := newInvalidError(problems); err != nil {
+		return nil, err
+	}
+
+	ing := &networkingv1.Ingress{}
+	ing.Name = svc.Name
+	ing.Namespace = svc.Namespace
+	ing.OwnerReferences = []metav1.OwnerReference{
+		*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service")),
+	}
+	if len(annotations) > 0 {
+		ing.Annotations = annotations
+	}
+	if class != "" {
+		ing.Spec.IngressClassName = &class
+	}
+	ing.Spec.Rules = []networkingv1.IngressRule{{
+		Host: host,
+		IngressRuleValue: networkingv1.IngressRuleValue{
+			HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{{
+					Path:     path,
+					PathType: &pathType,
+					Backend: networkingv1.IngressBackend{
+						Service: &networkingv1.IngressServiceBackend{
+							Name: svc.Name,
+							Port: networkingv1.ServiceBackendPort{Number: port},
+						},
+					},
+				}},
+			},
+		},
+	}}
+	if tlsSecret != "" {
+		tls := networkingv1.IngressTLS{SecretName: tlsSecret}
+		if host != "" {
+			tls.Hosts = []string{host}
+		}
+		ing.Spec.TLS = []networkingv1.IngressTLS{tls}
+	}
+	return ing, nil
+}
+
+// host returns the rule host: ingress/host when present (empty: no host),
+// else the host template's rendering.
+func (b *Builder) host(svc *corev1.Service) (string, *Problem) {
+	if v, ok := svc.Annotations[AnnotationHost]; ok {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return "", nil
+		}
+		if why := hostProblem(v); why != "" {
+			return "", &Problem{
+				Annotation: AnnotationHost,
+				Reason:     ReasonInvalidHost,
+				Message: fmt.Sprintf("annotation %s: %s %s%s; set a DNS name such as \"app.example.com\", a wildcard such as \"*.example.com\", or \"\" for a rule matching every host",
+					AnnotationHost, quote(v), why, lowerHint(v, hostProblem)),
+			}
+		}
+		return v, nil
+	}
+	host, err := b.renderHost(hostTemplateData{Name: svc.Name, Namespace: svc.Namespace})
+	if err != nil {
+		return "", &Problem{
+			Annotation: AnnotationHost,
+			Reason:     ReasonInvalidHostTemplate,
+			Message: fmt.Sprintf("the ingress host template (--ingress-host-template) %s fails for this service: %v; set annotation %s on the service or fix the template",
+				quote(b.hostTemplateText), err, AnnotationHost),
+		}
+	}
+	if why := hostProblem(host); why != "" {
+		return "", &Problem{
+			Annotation: AnnotationHost,
+			Reason:     ReasonInvalidHostTemplate,
+			Message: fmt.Sprintf("the ingress host template (--ingress-host-template) %s renders %s for this service, which %s; set annotation %s on the service or fix the template",
+				quote(b.hostTemplateText), quote(host), why, AnnotationHost),
+		}
+	}
+	return host, nil
+}
+
+// hostProblem returns why h is not a valid Ingress rule host, or "".
+func hostProblem(h string) string {
+	switch {
+	case h == "":
+		return "is empty"
+	case strings.Contains(h, "*"):
+		if len(validation.IsWildcardDNS1123Subdomain(h)) > 0 {
+			return "is not a valid wildcard host (only a whole first label may be \"*\", followed by a lower-case DNS name, at most 253 characters)"
+		}
+		return ""
+	case netutils.ParseIPSloppy(h) != nil:
+		return "is an IP address, but an Ingress host must be a DNS name"
+	}
+	return dnsSubdomainProblem(h)
+}
+
+// dnsSubdomainProblem returns why v is not a DNS-1123 subdomain, or "".
+func dnsSubdomainProblem(v string) string {
+	if len(validation.IsDNS1123Subdomain(v)) == 0 {
+		return ""
+	}
+	if len(v) > validation.DNS1123SubdomainMaxLength {
+		return fmt.Sprintf("is longer than %d characters", validation.DNS1123SubdomainMaxLength)
+	}
+	return "is not a valid DNS name (lower-case letters, digits, '-' and '.'; each part starting and ending with a letter or digit)"
+}
+
+// lowerHint suggests the lower-case spelling of v when that one is valid.
+func lowerHint(v string, problem func(string) string) string {
+	if l := strings.ToLower(v); l != v && problem(l) == "" {
+		return fmt.Sprintf(" (did you mean %s?)", quote(l))
+	}
+	return ""
+}
+
+var pathTypes = []networkingv1.PathType{
+	networkingv1.PathTypePrefix,
+	networkingv1.PathTypeExact,
+	networkingv1.PathTypeImplementationSpecific,
+}
+
+func parsePathType(ann map[string]string) (networkingv1.PathType, *Problem) {
+	v := strings.TrimSpace(ann[AnnotationPathType])
+	if v == "" {
+		return DefaultPathType, nil
+	}
+	hint := ""
+	for _, pt := range pathTypes {
+		if v == string(pt) {
+			return pt, nil
+		}
+		if strings.EqualFold(v, string(pt)) {
+			hint = fmt.Sprintf(" (did you mean %q?)", pt)
+		}
+	}
+	return "", &Problem{
+		Annotation: AnnotationPathType,
+		Reason:     ReasonInvalidPathType,
+		Message: fmt.Sprintf("annotation %s: %s is not a path type%s; use one of: Prefix, Exact, ImplementationSpecific",
+			AnnotationPathType, quote(v), hint),
+	}
+}
+
+// Path rules of the API server's Ingress validation for Exact and Prefix.
+var (
+	invalidPathSequences = []string{"//", "/./", "/../", "%2f", "%2F"}
+	invalidPathSuffixes  = []string{"/..", "/."}
+)
+
+// parsePath returns the path. pathType is "" when ingress/path-type is bad;
+// then only the rules common to every path type are checked.
+func parsePath(ann map[string]string, pathType networkingv1.PathType) (string, *Problem) {
+	v := strings.TrimSpace(ann[AnnotationPath])
+	if v == "" {
+		return DefaultPath, nil
+	}
+	bad := func(why string) (string, *Problem) {
+		return "", &Problem{
+			Annotation: AnnotationPath,
+			Reason:     ReasonInvalidPath,
+			Message:    fmt.Sprintf("annotation %s: %s %s", AnnotationPath, quote(v), why),
+		}
+	}
+	if !strings.HasPrefix(v, "/") {
+		return bad(fmt.Sprintf("must be an absolute path starting with \"/\", e.g. %s", quote("/"+v)))
+	}
+	if !utf8.ValidString(v) || strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return bad("must not contain white space or control characters; percent-encode them (e.g. \"%20\" for a space)")
+	}
+	if pathType == networkingv1.PathTypeExact || pathType == networkingv1.PathTypePrefix {
+		for _, seq := range invalidPathSequences {
+			if strings.Contains(v, seq) {
+				return bad(fmt.Sprintf("must not contain %q with path type %s; remove it, or set %s to ImplementationSpecific", seq, pathType, AnnotationPathType))
+			}
+		}
+		for _, suf := range invalidPathSuffixes {
+			if strings.HasSuffix(v, suf) {
+				return bad(fmt.Sprintf("must not end with %q with path type %s; remove it, or set %s to ImplementationSpecific", suf, pathType, AnnotationPathType))
+			}
+		}
+	}
+	return v, nil
+}
+
+// resolvePort returns the number of the Service port the backend uses.
+//
+// With ingress/port: a value made of digits is a port number, anything else a
+// port name; either must exist in svc.spec.ports. Without it: port 80 if
+// present, else the port named "http", else the only port number.
+func resolvePort(svc *corev1.Service) (int32, *Problem) {
+	ports := svc.Spec.Ports
+	v, set := svc.Annotations[AnnotationPort]
+	v = strings.TrimSpace(v)
+	set = set && v != ""
+	if len(ports) == 0 {
+		msg := "the service has no ports; add one to spec.ports for the Ingress backend"
+		if set {
+			msg = fmt.Sprintf("annotation %s: the service has no ports, so it has no port %s; add one to spec.ports", AnnotationPort, quote(v))
+		}
+		return 0, &Problem{Annotation: "", Reason: ReasonNoPorts, Message: msg}
+	}
+	if set {
+		if isDigits(v) {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err == nil {
+				for _, p := range ports {
+					if int64(p.Port) == n {
+						return p.Port, nil
+					}
+				}
+			}
+		} else {
+			for _, p := range ports {
+				if p.Name == v {
+					return p.Port, nil
+				}
+			}
+		}
+		return 0, &Problem{
+			Annotation: AnnotationPort,
+			Reason:     ReasonUnknownPort,
+			Message: fmt.Sprintf("annotation %s: service has no port %s; use one of: %s",
+				AnnotationPort, quotePort(v), describePorts(ports)),
+		}
+	}
+	for _, p := range ports {
+		if p.Port == DefaultPortNumber {
+			return p.Port, nil
+		}
+	}
+	for _, p := range ports {
+		if p.Name == DefaultPortName {
+			return p.Port, nil
+		}
+	}
+	first := ports[0].Port
+	for _, p := range ports[1:] {
+		if p.Port != first {
+			return 0, &Problem{
+				Annotation: AnnotationPort,
+				Reason:     ReasonAmbiguousPort,
+				Message: fmt.Sprintf("annotation %s is not set and the service has several ports but no port %d and no port named %q; set %s to one of: %s",
+					AnnotationPort, DefaultPortNumber, DefaultPortName, AnnotationPort, describePorts(ports)),
+			}
+		}
+	}
+	return first, nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// quotePort shows a port number bare and a port name quoted.
+func quotePort(v string) string {
+	if isDigits(v) && len(v) <= 10 {
+		return v
+	}
+	return quote(v)
+}
+
+// describePorts lists ports as `80 (http), 443 (https), 9000`, each number
+// and name once, in spec order.
+func describePorts(ports []corev1.ServicePort) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, p := range ports {
+		s := strconv.Itoa(int(p.Port))
+		if p.Name != "" {
+			s += " (" + p.Name + ")"
+		}
+		if !seen[s] {
+			seen[s] = true
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// class returns the IngressClass name: ingress/class when present (empty:
+// none), else the configured class.
+func (b *Builder) class(ann map[string]string) (string, *Problem) {
+	v, ok := ann[AnnotationClass]
+	if !ok {
+		return b.ingressClass, nil
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if why := dnsSubdomainProblem(v); why != "" {
+		return "", &Problem{
+			Annotation: AnnotationClass,
+			Reason:     ReasonInvalidClass,
+			Message: fmt.Sprintf("annotation %s: %s %s%s; set the name of an IngressClass (kubectl get ingressclass), or \"\" for the cluster's default class",
+				AnnotationClass, quote(v), why, lowerHint(v, dnsSubdomainProblem)),
+		}
+	}
+	return v, nil
+}
+
+func parseTLSSecret(ann map[string]string) (string, *Problem) {
+	v := strings.TrimSpace(ann[AnnotationTLSSecret])
+	if v == "" {
+		return "", nil
+	}
+	if why := dnsSubdomainProblem(v); why != "" {
+		return "", &Problem{
+			Annotation: AnnotationTLSSecret,
+			Reason:     ReasonInvalidTLSSecret,
+			Message: fmt.Sprintf("annotation %s: %s %s%s; set the name of a TLS Secret in the service's namespace",
+				AnnotationTLSSecret, quote(v), why, lowerHint(v, dnsSubdomainProblem)),
+		}
+	}
+	return v, nil
+}
+
+// parseAnnotations decodes ingress/annotations, a JSON object of strings.
+// class is the Ingress class in effect, checked against
+// kubernetes.io/ingress.class, which the API server refuses when it differs.
+func parseAnnotations(ann map[string]string, class string) (map[string]string, *Problem) {
+	v := strings.TrimSpace(ann[AnnotationAnnotations])
+	if v == "" {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) (map[string]string, *Problem) {
+		return nil, &Problem{
+			Annotation: AnnotationAnnotations,
+			Reason:     ReasonInvalidAnnotations,
+			Message:    fmt.Sprintf("annotation %s: ", AnnotationAnnotations) + fmt.Sprintf(format, args...),
+		}
+	}
+	const example = `e.g. {"cert-manager.io/cluster-issuer": "letsencrypt"}`
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		return bad("%s is not a JSON object (%v); write a JSON object of string values, %s", quote(v), jsonErrorText(err), example)
+	}
+	out := make(map[string]string, len(raw))
+	var nonString []string
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		var s string
+		// json.Unmarshal accepts null for a string, leaving it "": refuse it.
+		if err := json.Unmarshal(raw[k], &s); err != nil || bytes.Equal(raw[k], []byte("null")) {
+			nonString = append(nonString, quote(k))
+			continue
+		}
+		out[k] = s
+	}
+	if len(nonString) > 0 {
+		if len(nonString) == 1 {
+			return bad("the value of %s is not a string; quote it, %s", nonString[0], example)
+		}
+		return bad("the values of %s are not strings; quote them, %s", listSome(nonString), example)
+	}
+	var badKeys []string
+	for _, k := range slices.Sorted(maps.Keys(out)) {
+		if errs := apivalidation.ValidateAnnotations(map[string]string{k: ""}, field.NewPath("metadata", "annotations")); len(errs) > 0 {
+			badKeys = append(badKeys, quote(k))
+		}
+	}
+	if len(badKeys) > 0 {
+		return bad("invalid annotation %s %s; a key is an optional DNS-subdomain prefix and \"/\", then a name of at most 63 characters (letters, digits, '-', '_', '.', starting and ending with a letter or digit), %s",
+			plural(len(badKeys), "key", "keys"), listSome(badKeys), example)
+	}
+	if err := apivalidation.ValidateAnnotationsSize(out); err != nil {
+		return bad("the annotations are too large (%v)", err)
+	}
+	if ic, ok := out[ingressClassAnnotation]; ok && class != "" && ic != class {
+		return bad("%s is %s but the Ingress class (ingress/class or --ingress-class) is %s; remove %s or make them equal",
+			ingressClassAnnotation, quote(ic), quote(class), ingressClassAnnotation)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// jsonErrorText shortens encoding/json errors to what helps a user.
+func jsonErrorText(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "found a JSON " + te.Value
+	}
+	return err.Error()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// listSome joins at most 5 items.
+func listSome(items []string) string {
+	const max = 5
+	if len(items) > max {
+		return strings.Join(items[:max], ", ") + fmt.Sprintf(" and %d more", len(items)-max)
+	}
+	return strings.Join(items, ", ")
+}
+
+// quote quotes a user value for a message, cutting it to 100 bytes so that a
+// huge annotation does not make a huge Event.
+func quote(v string) string {
+	const max = 100
+	if len(v) <= max {
+		return strconv.Quote(v)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return strconv.Quote(v[:cut]) + "..."
+}
