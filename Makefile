@@ -21,6 +21,10 @@ help: ## Show this help.
 tools: ## Build the pinned kube-apiserver, etcd and controller-gen into bin/ (minutes the first time, cached after).
 	hack/build-tools.sh
 
+.PHONY: kubectl
+kubectl: ## Build bin/kubectl (v1.36.3) to talk to the `make run` cluster.
+	hack/build-tools.sh kubectl
+
 .PHONY: build
 build: ## Build bin/controller-manager.
 	$(GO) build -o $(BIN)/controller-manager ./cmd/controller-manager

@@ -3,10 +3,13 @@
 #   bin/kube-apiserver   k8s.io/kubernetes/cmd/kube-apiserver (version stamped)
 #   bin/etcd             go.etcd.io/etcd/server/v3
 #   bin/controller-gen   sigs.k8s.io/controller-tools/cmd/controller-gen
-# A binary is rebuilt only when hack/tools/go.mod or go.sum changed since it was
-# built (the stamp file bin/.tools-<sum> records what it was built from).
+#   bin/kubectl          k8s.io/kubernetes/cmd/kubectl (only when asked for:
+#                        `make kubectl`; handy against the `make run` cluster)
+# A binary is rebuilt only when the Go version or a module version of the
+# tools module changed since it was built (bin/.<name>.<hash> records it).
 #
-# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen ...]   (default: all)
+# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|kubectl ...]
+#        (default: kube-apiserver, etcd, controller-gen)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,7 +17,7 @@ BIN="${ROOT}/bin"
 TOOLS="${ROOT}/hack/tools"
 mkdir -p "${BIN}"
 
-sum="$(cat "${TOOLS}/go.mod" "${TOOLS}/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+sum="$(cd "${TOOLS}" && { go version; go list -m all; } | sha256sum | cut -c1-16)"
 
 modver() { (cd "${TOOLS}" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$1"); }
 
@@ -31,7 +34,8 @@ build() {
   touch "${stamp}"
 }
 
-kube_apiserver() {
+# kube_binary NAME builds k8s.io/kubernetes/cmd/NAME with the release version stamped.
+kube_binary() {
   local v commit
   v="$(modver k8s.io/kubernetes)"
   commit="$(modver k8s.io/kubernetes)"
@@ -46,14 +50,14 @@ kube_apiserver() {
     flags+=" -X ${p}.gitVersion=${v} -X ${p}.gitMajor=${major} -X ${p}.gitMinor=${minor}"
     flags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=${date} -X ${p}.gitCommit=${commit}"
   done
-  build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${flags}"
+  build "$1" "k8s.io/kubernetes/cmd/$1" "${flags}"
 }
 
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen)
 for t in "${targets[@]}"; do
   case "${t}" in
-    kube-apiserver) kube_apiserver ;;
+    kube-apiserver|kubectl) kube_binary "${t}" ;;
     etcd) build etcd go.etcd.io/etcd/server/v3 ;;
     controller-gen) build controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     *) echo "unknown tool: ${t}" >&2; exit 2 ;;

@@ -84,7 +84,14 @@ func run() int {
 	}
 	defer os.Remove(*kubeconfigOut)
 
-	fmt.Fprintf(os.Stderr, "\nlocal-up: control plane ready. Use it with:\n\n  kubectl --kubeconfig=%s get pods -A\n\n", *kubeconfigOut)
+	kubectl := "kubectl"
+	if _, err := os.Stat(filepath.Join(root, "bin", "kubectl")); err == nil {
+		kubectl = filepath.Join(root, "bin", "kubectl")
+	}
+	fmt.Fprintf(os.Stderr, "\nlocal-up: control plane ready. Use it with:\n\n  %s --kubeconfig=%s get pods -A\n\n", kubectl, *kubeconfigOut)
+	if kubectl == "kubectl" {
+		fmt.Fprintln(os.Stderr, "local-up: (no kubectl at hand? `make kubectl` builds bin/kubectl)")
+	}
 
 	args := append([]string{"--kubeconfig=" + *kubeconfigOut}, flag.Args()...)
 	cmd := exec.Command(*manager, args...)

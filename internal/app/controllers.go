@@ -11,6 +11,8 @@ import (
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	"github.com/kube-sample/controller-manager/internal/controller/network/memory"
 	"github.com/kube-sample/controller-manager/internal/controller/podlogger"
 )
 
@@ -41,6 +43,18 @@ func Controllers() []Descriptor {
 					HostTemplate: o.IngressHostTemplate,
 					IngressClass: o.IngressClass,
 				})
+			},
+		},
+		{
+			Name: network.Name,
+			// Backend calls are slow (Neutron: tens of ms to seconds).
+			DefaultWorkers: 8,
+			New: func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error) {
+				backend, err := o.networkBackend(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return network.New(ctx, cctx, network.Options{Backend: backend, GCInterval: o.NetworkGCInterval})
 			},
 		},
 		{
@@ -99,4 +113,19 @@ func controllerEnabled(name string, list []string) bool {
 		}
 	}
 	return hasStar
+}
+
+// networkBackend returns the backend of --network-backend (or the one set in
+// Options.NetworkBackend).
+func (o *Options) networkBackend(ctx context.Context) (network.Backend, error) {
+	if o.NetworkBackend != nil {
+		return o.NetworkBackend, nil
+	}
+	switch o.NetworkBackendName {
+	case "memory":
+		return memory.New(), nil
+	case "neutron":
+		return newNeutronBackend(ctx, o.NeutronManagedBy)
+	}
+	return nil, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", o.NetworkBackendName)
 }

@@ -15,6 +15,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
+	"github.com/kube-sample/controller-manager/internal/controller/network"
 )
 
 // Options are the manager's command-line options.
@@ -36,6 +37,14 @@ type Options struct {
 	// ingress-manager.
 	IngressHostTemplate string
 	IngressClass        string
+
+	// network.
+	NetworkBackendName string
+	NetworkGCInterval  time.Duration
+	NeutronManagedBy   string
+	// NetworkBackend, when set (tests, embedding), is used instead of
+	// --network-backend.
+	NetworkBackend network.Backend
 
 	// Leader election.
 	LeaderElect            bool
@@ -76,6 +85,9 @@ func NewOptions() *Options {
 		ShutdownTimeout:        30 * time.Second,
 		FieldManager:           "controller-manager",
 		IngressHostTemplate:    ingressmanager.DefaultHostTemplate,
+		NetworkBackendName:     "memory",
+		NetworkGCInterval:      10 * time.Minute,
+		NeutronManagedBy:       "controller-manager",
 		LeaderElectNamespace:   "kube-system",
 		LeaderElectName:        "controller-manager",
 		LeaseDuration:          15 * time.Second,
@@ -126,6 +138,15 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Go template of the Ingress rule host for Services without the ingress/host annotation; it sees .Name and .Namespace of the Service, e.g. '{{.Name}}.{{.Namespace}}.apps.example.com'.")
 	fs.StringVar(&o.IngressClass, "ingress-class", o.IngressClass,
 		"spec.ingressClassName of Ingresses whose Service has no ingress/class annotation. Empty means none (the cluster's default IngressClass).")
+
+	fs = fss.FlagSet("network")
+	fs.StringVar(&o.NetworkBackendName, "network-backend", o.NetworkBackendName,
+		"Where Networks are reconciled into: 'memory' (in-process, logs each operation; for local runs and demos) or 'neutron' (OpenStack Neutron, configured by OS_CLOUD with clouds.yaml or the OS_* variables: OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, OS_USER_DOMAIN_NAME, OS_PROJECT_DOMAIN_NAME, OS_REGION_NAME).")
+	fs.DurationVar(&o.NetworkGCInterval, "network-gc-interval", o.NetworkGCInterval,
+		"How often backend networks marked as ours whose Network no longer exists are deleted (also once at start).")
+
+	fs.StringVar(&o.NeutronManagedBy, "neutron-managed-by", o.NeutronManagedBy,
+		"Value of the managed-by tag on the Neutron networks this manager creates; lookups and garbage collection only see networks with it. Give each cluster sharing a Neutron project its own value.")
 
 	fs = fss.FlagSet("leader election")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
@@ -200,6 +221,15 @@ func (o *Options) Validate() error {
 	}
 	if _, err := ingressmanager.NewBuilder(ingressmanager.Config{HostTemplate: o.IngressHostTemplate, IngressClass: o.IngressClass}); err != nil {
 		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class: %w", err))
+	}
+	if o.NetworkBackendName != "memory" && o.NetworkBackendName != "neutron" {
+		errs = append(errs, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", o.NetworkBackendName))
+	}
+	if o.NeutronManagedBy == "" || strings.ContainsAny(o.NeutronManagedBy, ",/") {
+		errs = append(errs, fmt.Errorf("--neutron-managed-by: %q must be non-empty, without ',' or '/' (it is a Neutron tag)", o.NeutronManagedBy))
+	}
+	if o.NetworkGCInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--network-gc-interval: must be positive, got %v", o.NetworkGCInterval))
 	}
 	for flag, addr := range map[string]string{
 		"--metrics-bind-address":      o.MetricsBindAddress,

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -27,7 +28,16 @@ import (
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 	"github.com/kube-sample/controller-manager/internal/metrics"
+	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
+	samplescheme "github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned/scheme"
+	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
 )
+
+func init() {
+	// Events about Networks need the recorder's scheme to know the type, as
+	// in sample-controller.
+	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
+}
 
 // ErrLeaderElectionLost is returned by Run when this replica could not renew
 // its lease: it stopped every controller at once and must exit non-zero, so
@@ -36,12 +46,14 @@ var ErrLeaderElectionLost = fmt.Errorf("leader election lost: %w", controller.Er
 
 // Manager runs the enabled controllers on shared informers.
 type Manager struct {
-	opts        *Options
-	client      kubernetes.Interface
-	factory     informers.SharedInformerFactory
-	broadcaster record.EventBroadcaster
-	controllers []controller.Interface
-	health      *health
+	opts    *Options
+	client  kubernetes.Interface
+	factory informers.SharedInformerFactory
+	// sampleFactory informs on samplecrd.k8s.io types.
+	sampleFactory externalversions.SharedInformerFactory
+	broadcaster   record.EventBroadcaster
+	controllers   []controller.Interface
+	health        *health
 
 	metricsLn, healthLn net.Listener
 }
@@ -99,15 +111,26 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
 
+	sampleClient, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the samplecrd client: %w", err)
+	}
+
 	m := &Manager{opts: o, client: client}
 	m.factory = informers.NewSharedInformerFactoryWithOptions(client, o.ResyncPeriod,
 		informers.WithNamespace(o.Namespace),
 		informers.WithTransform(CacheTransform(o.FieldManager)))
+	m.sampleFactory = externalversions.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod,
+		externalversions.WithNamespace(o.Namespace),
+		externalversions.WithTransform(CacheTransform(o.FieldManager)))
 	m.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 
 	cctx := &controller.Context{
-		KubeClient:      client,
-		InformerFactory: m.factory,
+		KubeClient:            client,
+		InformerFactory:       m.factory,
+		SampleClient:          sampleClient,
+		SampleInformerFactory: m.sampleFactory,
+		Discovery:             client.Discovery(),
 		EventRecorder: func(component string) record.EventRecorder {
 			return m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},
@@ -196,9 +219,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	// is ready to take over with warm caches.
 	informersStop := make(chan struct{})
 	m.factory.Start(informersStop)
+	m.sampleFactory.Start(informersStop)
 	defer func() {
 		close(informersStop)
 		m.factory.Shutdown()
+		m.sampleFactory.Shutdown()
 	}()
 	go func() {
 		if m.waitForSync(ctx) {

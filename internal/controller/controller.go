@@ -7,9 +7,13 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
 )
 
 // Interface is a controller the manager can run.
@@ -35,6 +39,14 @@ type Context struct {
 	// InformerFactory is the shared factory for built-in types, scoped to
 	// --namespace and stripped of managedFields.
 	InformerFactory informers.SharedInformerFactory
+	// SampleClient talks to the samplecrd.k8s.io API (JSON: custom resources
+	// have no protobuf encoding).
+	SampleClient versioned.Interface
+	// SampleInformerFactory is the shared factory for samplecrd.k8s.io types,
+	// scoped and transformed like InformerFactory.
+	SampleInformerFactory externalversions.SharedInformerFactory
+	// Discovery tells which APIs the cluster serves.
+	Discovery discovery.DiscoveryInterface
 	// EventRecorder returns a recorder whose events name component as their source.
 	EventRecorder func(component string) record.EventRecorder
 	// Namespace is the watch scope ("" means all namespaces).

@@ -21,6 +21,25 @@ import (
 // another replica may already be writing.
 var ErrStopNow = errors.New("stop at once")
 
+// RequeueAfter, returned (or wrapped) by a sync, asks for the key to be
+// synced again after its delay, without the error backoff: for conditions
+// that no retry soon can fix (bad input, a permanent backend error) but a
+// later look might (someone fixed the other side).
+type RequeueAfter struct {
+	Delay time.Duration
+	// Err is what is wrong, for the log; may be nil.
+	Err error
+}
+
+func (r *RequeueAfter) Error() string {
+	if r.Err == nil {
+		return fmt.Sprintf("requeue after %v", r.Delay)
+	}
+	return fmt.Sprintf("%v (requeue after %v)", r.Err, r.Delay)
+}
+
+func (r *RequeueAfter) Unwrap() error { return r.Err }
+
 // SyncFunc reconciles one key. It must be idempotent and level-triggered: it
 // reads the current state and converges it, whatever happened before.
 type SyncFunc[T comparable] func(ctx context.Context, key T) error
@@ -134,8 +153,13 @@ func (l *Loop[T]) processNext(ctx, workCtx context.Context) bool {
 	start := time.Now()
 	err := l.safeSync(workCtx, key)
 	took := time.Since(start)
-	metrics.ObserveReconcile(l.Name, took, err)
-	if err == nil {
+	var after *RequeueAfter
+	if errors.As(err, &after) {
+		metrics.ObserveReconcile(l.Name, took, nil) // handled: not a failure
+	} else {
+		metrics.ObserveReconcile(l.Name, took, err)
+	}
+	if err == nil || after != nil {
 		klog.FromContext(workCtx).V(4).Info("Synced", "key", key, "duration", took)
 	}
 	l.handleErr(workCtx, key, err)
@@ -157,6 +181,13 @@ func (l *Loop[T]) handleErr(ctx context.Context, key T, err error) {
 		return
 	}
 	logger := klog.FromContext(ctx)
+	var after *RequeueAfter
+	if errors.As(err, &after) {
+		l.Queue.Forget(key)
+		logger.V(2).Info("Sync asked to look again later", "key", key, "after", after.Delay, "err", after.Err)
+		l.Queue.AddAfter(key, after.Delay)
+		return
+	}
 	if ctx.Err() != nil {
 		// Cancelled by the drain timeout: the next instance picks it up.
 		logger.V(2).Info("Sync cancelled by shutdown", "key", key, "err", err)

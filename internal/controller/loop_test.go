@@ -220,3 +220,33 @@ func TestLoopStopNowCancelsInFlightWork(t *testing.T) {
 		t.Error("in-flight sync was not cancelled on ErrStopNow")
 	}
 }
+
+func TestLoopRequeueAfter(t *testing.T) {
+	_, ctx := newTestContext(t)
+	var calls atomic.Int32
+	var first, second atomic.Int64
+	l := &Loop[string]{
+		Name:  "test-requeue-after",
+		Queue: NewQueue[string]("test-requeue-after"),
+		Sync: func(context.Context, string) error {
+			switch calls.Add(1) {
+			case 1:
+				first.Store(time.Now().UnixNano())
+				return &RequeueAfter{Delay: 100 * time.Millisecond, Err: errors.New("permanent problem")}
+			default:
+				second.Store(time.Now().UnixNano())
+				return nil
+			}
+		},
+	}
+	stop, _ := runLoop(ctx, l, 1)
+	defer stop(nil)
+	l.Queue.Add("k")
+	waitFor(t, "the second sync", func() bool { return calls.Load() == 2 })
+	if gap := time.Duration(second.Load() - first.Load()); gap < 100*time.Millisecond {
+		t.Errorf("requeued after %v, want at least 100ms", gap)
+	}
+	if n := l.Queue.NumRequeues("k"); n != 0 {
+		t.Errorf("NumRequeues = %d, want 0: RequeueAfter is not an error backoff", n)
+	}
+}

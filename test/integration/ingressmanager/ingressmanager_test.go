@@ -41,7 +41,7 @@ type env struct {
 // setup creates a namespace and runs a manager with only ingress-manager,
 // scoped to it, whose requests are counted.
 func setup(t *testing.T, mutate ...func(*app.Options)) *env {
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	e := &env{t: t, ctx: context.Background(), client: client, ns: framework.CreateNamespace(t, client)}
 	e.start(mutate...)
 	return e

@@ -65,7 +65,7 @@ func get(addr, path string) (int, string, error) {
 }
 
 func TestLeaderElectionFailover(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 	ctx := context.Background()
 
@@ -124,7 +124,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 }
 
 func TestLostLeaseStopsControllersAndFails(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 	a := framework.StartManager(t, cfg, leaderOptions(ns, "manager-a"))
 	a.ExpectError()
@@ -163,7 +163,7 @@ func TestLostLeaseStopsControllersAndFails(t *testing.T) {
 }
 
 func TestReadyOnlyAfterCachesSync(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 
 	// Hold the Pod LIST until the test lets it through, so that the
@@ -212,7 +212,7 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestMetricsAndCleanShutdown(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 	o := leaderOptions(ns, "manager-m")
 	o.MetricsBindAddress = "127.0.0.1:0"

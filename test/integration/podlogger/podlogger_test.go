@@ -62,7 +62,7 @@ func countLines(m *framework.Manager, msg string, kv ...string) int {
 }
 
 func TestPodLifecycleIsLogged(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 	o := framework.Options()
 	o.Controllers = []string{"pod-logger"}
@@ -107,7 +107,7 @@ func TestPodLifecycleIsLogged(t *testing.T) {
 }
 
 func TestResyncLogsNothing(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 	o := framework.Options()
 	o.Controllers = []string{"pod-logger"}

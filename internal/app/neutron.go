@@ -1,0 +1,19 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+)
+
+// newNeutronBackend connects to OpenStack Neutron the standard OpenStack
+// way (OS_CLOUD + clouds.yaml, or the OS_* variables).
+func newNeutronBackend(ctx context.Context, managedBy string) (network.Backend, error) {
+	b, err := neutron.New(ctx, neutron.Options{ManagedBy: managedBy})
+	if err != nil {
+		return nil, fmt.Errorf("--network-backend=neutron: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,223 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+)
+
+// Backend is the network backend the controller reconciles Networks into
+// (OpenStack Neutron, or the in-memory one). It holds one backend network per
+// Network, identified by the Network's UID: a backend marks what it creates
+// with that UID and never reads, changes or deletes anything it did not mark.
+//
+// Every method is safe for concurrent use, honours ctx (cancellation and
+// deadline), and returns errors that either wrap ErrNotFound or are
+// classified with *Error (see IsPermanent and Reason); an unclassified error
+// is transient.
+type Backend interface {
+	// Get returns the backend network of the Network with this UID, or an
+	// error wrapping ErrNotFound when there is none. A network whose subnet
+	// is missing (a create interrupted half-way) is returned with an empty
+	// SubnetID, CIDR and Gateway; Create completes it.
+	Get(ctx context.Context, uid types.UID) (*Network, error)
+
+	// Create creates the backend network and subnet of desired (UID,
+	// Namespace, Name, CIDR and Gateway set; desired is valid per
+	// samplecrdv1.ValidateSpec). It is idempotent by desired.UID: when the
+	// backend already holds a network for that UID (a previous attempt that
+	// crashed or timed out before its result was recorded) it creates only
+	// what is missing and returns what it holds, without changing what exists
+	// (compare CIDR and Gateway; see Ensure).
+	Create(ctx context.Context, desired Network) (*Network, error)
+
+	// UpdateGateway sets the gateway of the subnet of the Network with this
+	// UID and returns the updated network, or an error wrapping ErrNotFound
+	// when there is no network or no subnet for the UID.
+	UpdateGateway(ctx context.Context, uid types.UID, gateway string) (*Network, error)
+
+	// Delete deletes the backend network and subnet of n.UID. Deleting what
+	// does not exist succeeds. Only n.UID identifies what to delete;
+	// n.Namespace and n.Name (from the Network, or from List) let a backend
+	// also find a network whose create was interrupted before it was marked
+	// with the UID (Neutron: between creating the network and tagging it).
+	Delete(ctx context.Context, n Network) error
+
+	// List returns every backend network marked as created by this
+	// controller (complete or not), for garbage collection of the ones whose
+	// Network no longer exists.
+	List(ctx context.Context) ([]Network, error)
+}
+
+// Network is a backend network as the controller sees it.
+type Network struct {
+	// UID is the UID of the Network the backend network belongs to.
+	UID types.UID
+	// Namespace and Name are those of the Network when the backend network
+	// was created (informational: the UID is the identity).
+	Namespace, Name string
+	// CIDR and Gateway are the subnet's, in canonical form; empty when the
+	// subnet is missing.
+	CIDR, Gateway string
+	// NetworkID and SubnetID are the backend's IDs; SubnetID is empty when
+	// the subnet is missing.
+	NetworkID, SubnetID string
+}
+
+// String identifies n in logs and messages.
+func (n Network) String() string {
+	return fmt.Sprintf("%s/%s (uid %s, network %q, subnet %q)", n.Namespace, n.Name, n.UID, n.NetworkID, n.SubnetID)
+}
+
+// Desired returns the backend network a Network asks for.
+func Desired(obj *samplecrdv1.Network) Network {
+	return Network{
+		UID:       obj.UID,
+		Namespace: obj.Namespace,
+		Name:      obj.Name,
+		CIDR:      obj.Spec.CIDR,
+		Gateway:   obj.Spec.Gateway,
+	}
+}
+
+// ManagedBy is the value of the marker that says a backend object was
+// created by this controller (the Neutron tag managed-by=controller-manager).
+const ManagedBy = "controller-manager"
+
+// DisplayName is the name a backend gives the network and subnet of a
+// Network, so an operator recognises them: k8s-<namespace>-<name>. It is
+// not unique (the UID is the identity) and never used for lookups.
+func DisplayName(namespace, name string) string {
+	return "k8s-" + namespace + "-" + name
+}
+
+// ErrNotFound is wrapped by the errors of Get and UpdateGateway when the
+// backend holds no network (or subnet) for the UID.
+var ErrNotFound = errors.New("not found in the backend")
+
+// IsNotFound reports whether err says the backend holds no network for the UID.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// Error is a classified backend error.
+type Error struct {
+	// Op is what failed, e.g. "create subnet".
+	Op string
+	// Reason is the Ready condition reason for the failure (one of the
+	// samplecrdv1.Reason* constants).
+	Reason string
+	// Permanent is true when retrying the same request cannot succeed until
+	// the spec (or the backend) changes: 4xx such as a bad request or an
+	// overlapping CIDR. Transient errors (timeouts, refused connections, 5xx)
+	// are retried with backoff.
+	Permanent bool
+	// Err is the underlying error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Op == "" {
+		return e.Err.Error()
+	}
+	return e.Op + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Transient returns a transient *Error with the given reason.
+func Transient(op, reason string, err error) error {
+	return &Error{Op: op, Reason: reason, Err: err}
+}
+
+// Permanent returns a permanent *Error with the given reason.
+func Permanent(op, reason string, err error) error {
+	return &Error{Op: op, Reason: reason, Permanent: true, Err: err}
+}
+
+// IsPermanent reports whether err is a permanent backend error: retrying
+// the same request is pointless until the Network's spec changes.
+func IsPermanent(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Permanent
+}
+
+// Reason returns the Ready condition reason for a backend error:
+// the *Error's reason, or samplecrdv1.ReasonBackendUnavailable for an
+// unclassified error.
+func Reason(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	return samplecrdv1.ReasonBackendUnavailable
+}
+
+// Action is what Ensure changed in the backend.
+type Action string
+
+// The actions of Ensure.
+const (
+	ActionNone    Action = ""
+	ActionCreated Action = "Created"
+	ActionUpdated Action = "Updated"
+)
+
+// Ensure makes the backend hold desired: it creates the backend network when
+// it is missing (or completes it when its subnet is missing) and updates the
+// gateway when it differs. It fails with a permanent ReasonCIDRMismatch
+// error when the backend subnet has another CIDR (a subnet's CIDR cannot
+// change: the Network has to be recreated). It writes nothing when the
+// backend already matches.
+func Ensure(ctx context.Context, b Backend, desired Network) (*Network, Action, error) {
+	action := ActionNone
+	cur, err := b.Get(ctx, desired.UID)
+	if err != nil && !IsNotFound(err) {
+		return nil, action, err
+	}
+	if err != nil || cur.SubnetID == "" {
+		if cur, err = b.Create(ctx, desired); err != nil {
+			return nil, action, err
+		}
+		action = ActionCreated
+	}
+	if !SameCIDR(cur.CIDR, desired.CIDR) {
+		return cur, action, Permanent("compare cidr", samplecrdv1.ReasonCIDRMismatch, fmt.Errorf(
+			"backend subnet %s has cidr %s but the Network asks for %s: a subnet's CIDR cannot be changed; delete the Network and create it again",
+			cur.SubnetID, cur.CIDR, desired.CIDR))
+	}
+	if !SameIP(cur.Gateway, desired.Gateway) {
+		if cur, err = b.UpdateGateway(ctx, desired.UID, desired.Gateway); err != nil {
+			return nil, action, err
+		}
+		if action == ActionNone {
+			action = ActionUpdated
+		}
+	}
+	return cur, action, nil
+}
+
+// SameCIDR reports whether a and b are the same CIDR, comparing parsed
+// values when both parse (so a backend's spelling does not matter).
+func SameCIDR(a, b string) bool {
+	if a == b {
+		return true
+	}
+	pa, errA := netip.ParsePrefix(a)
+	pb, errB := netip.ParsePrefix(b)
+	return errA == nil && errB == nil && pa == pb
+}
+
+// SameIP reports whether a and b are the same IP address, comparing parsed
+// values when both parse.
+func SameIP(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ia, errA := netip.ParseAddr(a)
+	ib, errB := netip.ParseAddr(b)
+	return errA == nil && errB == nil && ia == ib
+}

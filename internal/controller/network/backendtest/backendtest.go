@@ -1,0 +1,484 @@
+// Package backendtest is the conformance test of network.Backend: every
+// backend runs it from its own tests,
+//
+//	func TestConformance(t *testing.T) {
+//		backendtest.Run(t, func(t *testing.T) backendtest.Setup {
+//			return backendtest.Setup{Backend: memory.New(), ...}
+//		})
+//	}
+//
+// so the controller can rely on the same behaviour from all of them.
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+)
+
+// Setup is a fresh, empty backend and the hooks the suite needs to reach
+// around it.
+type Setup struct {
+	// Backend is the backend under test. It must be empty.
+	Backend network.Backend
+
+	// AddForeign adds, behind the backend's back, a network and subnet that
+	// the controller did not create (as an operator or another tool would),
+	// with the given name, and returns an ID for ForeignIntact.
+	AddForeign func(t *testing.T, name, cidr, gateway string) string
+	// ForeignIntact returns an error unless the foreign network id still
+	// exists with its subnet, cidr and gateway unchanged.
+	ForeignIntact func(t *testing.T, id, cidr, gateway string) error
+
+	// InterruptNextCreate, if set, makes the next Create fail after it
+	// created the network but before it created the subnet (a crash or
+	// timeout half-way).
+	InterruptNextCreate func(t *testing.T)
+
+	// Writes, if set, returns the number of write requests the backend has
+	// made so far, to check that idempotent calls write nothing.
+	Writes func() int
+
+	// RejectsOverlap says the backend is configured to reject a CIDR that
+	// overlaps another network's (a shared address scope).
+	RejectsOverlap bool
+}
+
+// Run runs the conformance suite; newSetup is called once per subtest.
+func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
+	for _, tc := range []struct {
+		name string
+		test func(t *testing.T, ctx context.Context, s Setup)
+	}{
+		{"GetMissing", testGetMissing},
+		{"CreateAndGet", testCreateAndGet},
+		{"CreateIPv6", testCreateIPv6},
+		{"CreateIsIdempotentByUID", testCreateIdempotent},
+		{"CreateCompletesInterruptedCreate", testCreateCompletes},
+		{"UpdateGateway", testUpdateGateway},
+		{"UpdateGatewayMissing", testUpdateGatewayMissing},
+		{"Ensure", testEnsure},
+		{"Delete", testDelete},
+		{"DeleteAbsent", testDeleteAbsent},
+		{"DeleteInterruptedCreate", testDeleteInterrupted},
+		{"ListOursOnly", testListOursOnly},
+		{"ForeignUntouched", testForeignUntouched},
+		{"OverlappingCIDR", testOverlap},
+		{"Concurrent", testConcurrent},
+		{"CancelledContext", testCancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			s := newSetup(t)
+			if s.Backend == nil {
+				t.Fatal("Setup.Backend is nil")
+			}
+			tc.test(t, ctx, s)
+		})
+	}
+}
+
+func desired(i int, cidr, gateway string) network.Network {
+	return network.Network{
+		UID:       uuid.NewUUID(),
+		Namespace: "ns-" + fmt.Sprint(i%3),
+		Name:      fmt.Sprintf("net-%d", i),
+		CIDR:      cidr,
+		Gateway:   gateway,
+	}
+}
+
+func mustCreate(t *testing.T, ctx context.Context, b network.Backend, d network.Network) *network.Network {
+	t.Helper()
+	got, err := b.Create(ctx, d)
+	if err != nil {
+		t.Fatalf("Create(%v): %v", d, err)
+	}
+	return got
+}
+
+// checkMatches fails unless got is the complete backend network of d.
+func checkMatches(t *testing.T, what string, got *network.Network, d network.Network) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: nil network", what)
+	}
+	if got.UID != d.UID || got.NetworkID == "" || got.SubnetID == "" ||
+		!network.SameCIDR(got.CIDR, d.CIDR) || !network.SameIP(got.Gateway, d.Gateway) {
+		t.Fatalf("%s = %+v, want uid %s, cidr %s, gateway %s and both IDs set", what, *got, d.UID, d.CIDR, d.Gateway)
+	}
+	if got.Namespace != d.Namespace || got.Name != d.Name {
+		t.Fatalf("%s: namespace/name = %s/%s, want %s/%s", what, got.Namespace, got.Name, d.Namespace, d.Name)
+	}
+}
+
+func checkNotFound(t *testing.T, ctx context.Context, b network.Backend, uid types.UID) {
+	t.Helper()
+	got, err := b.Get(ctx, uid)
+	if !network.IsNotFound(err) {
+		t.Fatalf("Get(%s) = %+v, %v; want an error wrapping ErrNotFound", uid, got, err)
+	}
+	if network.IsPermanent(err) {
+		t.Fatalf("Get(%s): not-found error is classified permanent: %v", uid, err)
+	}
+}
+
+func listUIDs(t *testing.T, ctx context.Context, b network.Backend) []types.UID {
+	t.Helper()
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	uids := make([]types.UID, 0, len(list))
+	for _, n := range list {
+		uids = append(uids, n.UID)
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+func writes(s Setup) int {
+	if s.Writes == nil {
+		return 0
+	}
+	return s.Writes()
+}
+
+func testGetMissing(t *testing.T, ctx context.Context, s Setup) {
+	checkNotFound(t, ctx, s.Backend, uuid.NewUUID())
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List of an empty backend = %v", uids)
+	}
+}
+
+func testCreateAndGet(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "192.168.0.0/16", "192.168.0.1")
+	created := mustCreate(t, ctx, s.Backend, d)
+	checkMatches(t, "Create", created, d)
+	got, err := s.Backend.Get(ctx, d.UID)
+	if err != nil {
+		t.Fatalf("Get after Create: %v", err)
+	}
+	checkMatches(t, "Get", got, d)
+	if got.NetworkID != created.NetworkID || got.SubnetID != created.SubnetID {
+		t.Fatalf("Get = %+v, Create returned %+v", *got, *created)
+	}
+	if uids := listUIDs(t, ctx, s.Backend); !slices.Equal(uids, []types.UID{d.UID}) {
+		t.Fatalf("List = %v, want [%s]", uids, d.UID)
+	}
+}
+
+func testCreateIPv6(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "fd00:10::/64", "fd00:10::1")
+	checkMatches(t, "Create", mustCreate(t, ctx, s.Backend, d), d)
+	got, err := s.Backend.Get(ctx, d.UID)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	checkMatches(t, "Get", got, d)
+}
+
+func testCreateIdempotent(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.1.0.0/16", "10.1.0.1")
+	first := mustCreate(t, ctx, s.Backend, d)
+	before := writes(s)
+	again := mustCreate(t, ctx, s.Backend, d)
+	if again.NetworkID != first.NetworkID || again.SubnetID != first.SubnetID {
+		t.Fatalf("second Create made another network: %+v, first %+v", *again, *first)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("second Create of a complete network wrote %d times, want 0", w)
+	}
+	// A Create with another gateway returns what exists, unchanged.
+	other := d
+	other.Gateway = "10.1.0.254"
+	third := mustCreate(t, ctx, s.Backend, other)
+	if third.NetworkID != first.NetworkID || !network.SameIP(third.Gateway, d.Gateway) {
+		t.Fatalf("Create with another gateway = %+v, want the existing network unchanged", *third)
+	}
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 1 {
+		t.Fatalf("List after three Creates of one UID = %v, want one", uids)
+	}
+}
+
+func testCreateCompletes(t *testing.T, ctx context.Context, s Setup) {
+	if s.InterruptNextCreate == nil {
+		t.Skip("the backend cannot interrupt a Create")
+	}
+	d := desired(1, "10.2.0.0/16", "10.2.0.1")
+	s.InterruptNextCreate(t)
+	if got, err := s.Backend.Create(ctx, d); err == nil {
+		t.Fatalf("interrupted Create succeeded: %+v", got)
+	}
+	partial, err := s.Backend.Get(ctx, d.UID)
+	if err != nil {
+		t.Fatalf("Get after an interrupted Create: %v (want the network without subnet)", err)
+	}
+	if partial.NetworkID == "" || partial.SubnetID != "" {
+		t.Fatalf("Get after an interrupted Create = %+v, want a network without subnet", *partial)
+	}
+	if uids := listUIDs(t, ctx, s.Backend); !slices.Equal(uids, []types.UID{d.UID}) {
+		t.Fatalf("List after an interrupted Create = %v, want [%s] (so it can be garbage-collected)", uids, d.UID)
+	}
+	got := mustCreate(t, ctx, s.Backend, d)
+	checkMatches(t, "Create after an interrupted Create", got, d)
+	if got.NetworkID != partial.NetworkID {
+		t.Fatalf("Create made network %s instead of completing %s", got.NetworkID, partial.NetworkID)
+	}
+	// Ensure does the same from the partial state.
+	d2 := desired(2, "10.3.0.0/16", "10.3.0.1")
+	s.InterruptNextCreate(t)
+	_, _ = s.Backend.Create(ctx, d2)
+	got2, action, err := network.Ensure(ctx, s.Backend, d2)
+	if err != nil || action != network.ActionCreated {
+		t.Fatalf("Ensure after an interrupted Create = %v, %q; want created", err, action)
+	}
+	checkMatches(t, "Ensure after an interrupted Create", got2, d2)
+}
+
+func testUpdateGateway(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.4.0.0/16", "10.4.0.1")
+	created := mustCreate(t, ctx, s.Backend, d)
+	d.Gateway = "10.4.255.254"
+	got, err := s.Backend.UpdateGateway(ctx, d.UID, d.Gateway)
+	if err != nil {
+		t.Fatalf("UpdateGateway: %v", err)
+	}
+	checkMatches(t, "UpdateGateway", got, d)
+	if got.NetworkID != created.NetworkID || got.SubnetID != created.SubnetID {
+		t.Fatalf("UpdateGateway replaced the network: %+v, was %+v", *got, *created)
+	}
+	if got, err = s.Backend.Get(ctx, d.UID); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	checkMatches(t, "Get after UpdateGateway", got, d)
+	before := writes(s)
+	if _, err := s.Backend.UpdateGateway(ctx, d.UID, d.Gateway); err != nil {
+		t.Fatalf("UpdateGateway to the same gateway: %v", err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("UpdateGateway to the current gateway wrote %d times, want 0", w)
+	}
+}
+
+func testUpdateGatewayMissing(t *testing.T, ctx context.Context, s Setup) {
+	_, err := s.Backend.UpdateGateway(ctx, uuid.NewUUID(), "10.0.0.1")
+	if !network.IsNotFound(err) {
+		t.Fatalf("UpdateGateway of a missing network = %v, want ErrNotFound", err)
+	}
+}
+
+func testEnsure(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.5.0.0/16", "10.5.0.1")
+	got, action, err := network.Ensure(ctx, s.Backend, d)
+	if err != nil || action != network.ActionCreated {
+		t.Fatalf("Ensure of a new network = %v, %q; want created", err, action)
+	}
+	checkMatches(t, "Ensure", got, d)
+	before := writes(s)
+	if _, action, err = network.Ensure(ctx, s.Backend, d); err != nil || action != network.ActionNone {
+		t.Fatalf("Ensure of an up-to-date network = %v, %q; want nothing done", err, action)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Ensure of an up-to-date network wrote %d times, want 0", w)
+	}
+	d.Gateway = "10.5.0.254"
+	if got, action, err = network.Ensure(ctx, s.Backend, d); err != nil || action != network.ActionUpdated {
+		t.Fatalf("Ensure with a new gateway = %v, %q; want updated", err, action)
+	}
+	checkMatches(t, "Ensure with a new gateway", got, d)
+	d.CIDR, d.Gateway = "10.6.0.0/16", "10.6.0.1"
+	_, _, err = network.Ensure(ctx, s.Backend, d)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonCIDRMismatch {
+		t.Fatalf("Ensure with another cidr = %v, want a permanent %s error", err, samplecrdv1.ReasonCIDRMismatch)
+	}
+}
+
+func testDelete(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.7.0.0/16", "10.7.0.1")
+	keep := desired(2, "10.8.0.0/16", "10.8.0.1")
+	mustCreate(t, ctx, s.Backend, d)
+	mustCreate(t, ctx, s.Backend, keep)
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if uids := listUIDs(t, ctx, s.Backend); !slices.Equal(uids, []types.UID{keep.UID}) {
+		t.Fatalf("List after Delete = %v, want [%s]", uids, keep.UID)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("second Delete: %v", err)
+	}
+	// Deleting by UID alone (as garbage collection of a List entry may).
+	if err := s.Backend.Delete(ctx, network.Network{UID: keep.UID}); err != nil {
+		t.Fatalf("Delete by UID: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, keep.UID)
+	// The CIDR is free again.
+	mustCreate(t, ctx, s.Backend, desired(3, "10.7.0.0/16", "10.7.0.1"))
+}
+
+func testDeleteAbsent(t *testing.T, ctx context.Context, s Setup) {
+	if err := s.Backend.Delete(ctx, desired(1, "10.9.0.0/16", "10.9.0.1")); err != nil {
+		t.Fatalf("Delete of a network that never existed: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, network.Network{UID: uuid.NewUUID()}); err != nil {
+		t.Fatalf("Delete by UID of a network that never existed: %v", err)
+	}
+}
+
+func testDeleteInterrupted(t *testing.T, ctx context.Context, s Setup) {
+	if s.InterruptNextCreate == nil {
+		t.Skip("the backend cannot interrupt a Create")
+	}
+	d := desired(1, "10.10.0.0/16", "10.10.0.1")
+	s.InterruptNextCreate(t)
+	_, _ = s.Backend.Create(ctx, d)
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete of an interrupted Create: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List after deleting = %v", uids)
+	}
+}
+
+func testListOursOnly(t *testing.T, ctx context.Context, s Setup) {
+	var want []types.UID
+	byUID := map[types.UID]network.Network{}
+	for i := range 3 {
+		d := desired(i, fmt.Sprintf("10.%d.0.0/16", 20+i), fmt.Sprintf("10.%d.0.1", 20+i))
+		mustCreate(t, ctx, s.Backend, d)
+		want = append(want, d.UID)
+		byUID[d.UID] = d
+	}
+	slices.Sort(want)
+	if s.AddForeign != nil {
+		s.AddForeign(t, "operator-net", "172.16.0.0/24", "172.16.0.1")
+		s.AddForeign(t, network.DisplayName("ns-0", "net-0"), "172.16.1.0/24", "172.16.1.1")
+	}
+	list, err := s.Backend.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var got []types.UID
+	for _, n := range list {
+		got = append(got, n.UID)
+		checkMatches(t, "List entry", &n, byUID[n.UID])
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("List = %v, want exactly %v", got, want)
+	}
+}
+
+func testForeignUntouched(t *testing.T, ctx context.Context, s Setup) {
+	if s.AddForeign == nil || s.ForeignIntact == nil {
+		t.Skip("the backend cannot hold foreign networks")
+	}
+	d := desired(1, "10.30.0.0/16", "10.30.0.1")
+	// A foreign network with the very name ours gets: names never identify.
+	sameName := s.AddForeign(t, network.DisplayName(d.Namespace, d.Name), "172.17.0.0/24", "172.17.0.1")
+	other := s.AddForeign(t, "operator-net", "172.17.1.0/24", "172.17.1.1")
+	checkNotFound(t, ctx, s.Backend, d.UID)
+
+	created := mustCreate(t, ctx, s.Backend, d)
+	checkMatches(t, "Create next to a foreign network of the same name", created, d)
+	if _, err := s.Backend.UpdateGateway(ctx, d.UID, "10.30.0.2"); err != nil {
+		t.Fatalf("UpdateGateway: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, network.Network{UID: uuid.NewUUID(), Namespace: d.Namespace, Name: d.Name}); err != nil {
+		t.Fatalf("Delete of an absent network: %v", err)
+	}
+	for _, f := range []struct{ id, cidr, gw string }{{sameName, "172.17.0.0/24", "172.17.0.1"}, {other, "172.17.1.0/24", "172.17.1.1"}} {
+		if err := s.ForeignIntact(t, f.id, f.cidr, f.gw); err != nil {
+			t.Fatalf("foreign network %s was touched: %v", f.id, err)
+		}
+	}
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List = %v, want no network (foreign ones are not ours)", uids)
+	}
+}
+
+func testOverlap(t *testing.T, ctx context.Context, s Setup) {
+	if !s.RejectsOverlap {
+		t.Skip("the backend allows overlapping CIDRs")
+	}
+	a := desired(1, "10.40.0.0/16", "10.40.0.1")
+	mustCreate(t, ctx, s.Backend, a)
+	b := desired(2, "10.40.128.0/17", "10.40.128.1")
+	_, err := s.Backend.Create(ctx, b)
+	if err == nil || !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonCIDROverlap {
+		t.Fatalf("Create of an overlapping cidr = %v, want a permanent %s error", err, samplecrdv1.ReasonCIDROverlap)
+	}
+	if err := s.Backend.Delete(ctx, b); err != nil {
+		t.Fatalf("Delete of the rejected network: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, b.UID)
+	if err := s.Backend.Delete(ctx, a); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	mustCreate(t, ctx, s.Backend, b) // no longer overlaps
+}
+
+func testConcurrent(t *testing.T, ctx context.Context, s Setup) {
+	const n = 8
+	nets := make([]network.Network, n)
+	for i := range nets {
+		nets[i] = desired(i, fmt.Sprintf("10.%d.0.0/16", 100+i), fmt.Sprintf("10.%d.0.1", 100+i))
+	}
+	run := func(f func(d network.Network) error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range nets {
+			wg.Go(func() { errs[i] = f(nets[i]) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(func(d network.Network) error { _, err := s.Backend.Create(ctx, d); return err })
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != n {
+		t.Fatalf("List after %d concurrent Creates = %d networks", n, len(uids))
+	}
+	run(func(d network.Network) error {
+		_, err := s.Backend.UpdateGateway(ctx, d.UID, d.Gateway[:len(d.Gateway)-1]+"2")
+		return err
+	})
+	run(func(d network.Network) error { return s.Backend.Delete(ctx, d) })
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List after concurrent Deletes = %v", uids)
+	}
+}
+
+func testCancelled(t *testing.T, ctx context.Context, s Setup) {
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	d := desired(1, "10.50.0.0/16", "10.50.0.1")
+	if _, err := s.Backend.Create(cctx, d); err == nil || network.IsPermanent(err) {
+		t.Fatalf("Create with a cancelled context = %v, want a transient error", err)
+	}
+	dctx, cancel2 := context.WithTimeout(ctx, time.Nanosecond)
+	defer cancel2()
+	<-dctx.Done()
+	if _, err := s.Backend.List(dctx); err == nil || network.IsPermanent(err) {
+		t.Fatalf("List past its deadline = %v, want a transient error", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+}

@@ -1,0 +1,347 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
+	samplelisters "github.com/kube-sample/controller-manager/pkg/generated/listers/samplecrd/v1"
+)
+
+// Name is the controller's name in --controllers.
+const Name = "network"
+
+// Finalizer holds a Network until its backend network is deleted, so that
+// nothing leaks even when the Network is deleted while the controller is down.
+const Finalizer = "samplecrd.k8s.io/backend-cleanup"
+
+// Event reasons (besides the Ready condition reasons of samplecrdv1).
+const (
+	ReasonCreated = "BackendCreated"
+	ReasonUpdated = "BackendUpdated"
+	ReasonDeleted = "BackendDeleted"
+)
+
+// uidIndex indexes Networks by UID, for garbage collection.
+const uidIndex = "uid"
+
+// Options tune the controller.
+type Options struct {
+	// Backend is where Networks are reconciled into.
+	Backend Backend
+	// GCInterval is how often backend networks without a Network are
+	// deleted (also once when the controller starts). 0 means 10 minutes.
+	GCInterval time.Duration
+	// PermanentRetry is how long to wait before looking again at a Network
+	// that failed permanently (bad spec, backend rejected it): someone may
+	// have fixed the other side. 0 means 5 minutes.
+	PermanentRetry time.Duration
+}
+
+// Controller reconciles Networks into a Backend.
+type Controller struct {
+	client    versioned.Interface
+	lister    samplelisters.NetworkLister
+	indexer   cache.Indexer
+	synced    cache.InformerSynced
+	recorder  record.EventRecorder
+	backend   Backend
+	namespace string
+	opts      Options
+	loop      controller.Loop[cache.ObjectName]
+	fieldMgr  string
+}
+
+// New builds the controller on the shared Network informer. It fails with an
+// actionable error when the cluster does not serve the Network API.
+func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controller, error) {
+	if opts.Backend == nil {
+		return nil, errors.New("network: no backend")
+	}
+	if opts.GCInterval <= 0 {
+		opts.GCInterval = 10 * time.Minute
+	}
+	if opts.PermanentRetry <= 0 {
+		opts.PermanentRetry = 5 * time.Minute
+	}
+	if cctx.Discovery != nil {
+		if _, err := cctx.Discovery.ServerResourcesForGroupVersion(samplecrdv1.SchemeGroupVersion.String()); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("the cluster does not serve %s networks: install the CRD (kubectl apply -k config/crd) or disable this controller (--controllers=*,-network)", samplecrdv1.SchemeGroupVersion)
+			}
+			return nil, fmt.Errorf("checking that the cluster serves %s: %w", samplecrdv1.SchemeGroupVersion, err)
+		}
+	}
+	informer := cctx.SampleInformerFactory.Samplecrd().V1().Networks()
+	if err := informer.Informer().AddIndexers(cache.Indexers{uidIndex: func(obj any) ([]string, error) {
+		o, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		return []string{string(o.GetUID())}, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("adding the Network UID index: %w", err)
+	}
+	c := &Controller{
+		client:    cctx.SampleClient,
+		lister:    informer.Lister(),
+		indexer:   informer.Informer().GetIndexer(),
+		recorder:  cctx.EventRecorder(Name),
+		backend:   opts.Backend,
+		namespace: cctx.Namespace,
+		opts:      opts,
+		fieldMgr:  cctx.FieldManager,
+	}
+	c.loop = controller.Loop[cache.ObjectName]{
+		Name:         Name,
+		Queue:        controller.NewQueue[cache.ObjectName](Name),
+		Sync:         c.sync,
+		DrainTimeout: cctx.DrainTimeout,
+	}
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	reg, err := informer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			// A resync (same ResourceVersion) is queued too: it re-checks the
+			// backend, which can drift without any Kubernetes event.
+			c.enqueue(newObj)
+		},
+		DeleteFunc: c.enqueue,
+	}, cache.HandlerOptions{Logger: ptr.To(logger)})
+	if err != nil {
+		return nil, fmt.Errorf("adding the Network event handler: %w", err)
+	}
+	c.synced = reg.HasSynced
+	return c, nil
+}
+
+// Name implements controller.Interface.
+func (c *Controller) Name() string { return Name }
+
+// HasSynced implements controller.Interface.
+func (c *Controller) HasSynced() bool { return c.synced() }
+
+// Run implements controller.Interface: workers, plus garbage collection of
+// orphaned backend networks at start and every GCInterval.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting network controller")
+	defer logger.Info("Stopped network controller")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
+		c.loop.Queue.ShutDown()
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		wait.UntilWithContext(ctx, func(ctx context.Context) {
+			if err := c.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
+				logger.Error(err, "Garbage collection of backend networks failed; will retry", "interval", c.opts.GCInterval)
+			}
+		}, c.opts.GCInterval)
+	})
+	c.loop.Run(ctx, workers)
+	wg.Wait()
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("network: cannot get key of %T: %w", obj, err))
+		return
+	}
+	c.loop.Queue.Add(key)
+}
+
+// sync converges one Network: backend network present and equal to the
+// spec, or deleted (then the finalizer released) when the Network is being
+// deleted.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx).WithValues("network", klog.KRef(key.Namespace, key.Name))
+	ctx = klog.NewContext(ctx, logger)
+
+	cached, err := c.lister.Networks(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		// Gone: its finalizer (if it ever had one) was released after the
+		// backend delete; anything left is collected by CollectGarbage.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading network %s from the cache: %w", key, err)
+	}
+
+	if cached.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached)
+	}
+	// The finalizer goes on before anything is created in the backend.
+	if !slices.Contains(cached.Finalizers, Finalizer) {
+		net := cached.DeepCopy()
+		net.Finalizers = append(net.Finalizers, Finalizer)
+		if _, err := c.client.SamplecrdV1().Networks(net.Namespace).Update(ctx, net, metav1.UpdateOptions{FieldManager: c.fieldMgr}); err != nil {
+			return fmt.Errorf("adding finalizer to network %s: %w", key, err)
+		}
+		// The update event brings the Network back with the finalizer.
+		return nil
+	}
+
+	if err := samplecrdv1.ValidateSpec(cached.Spec); err != nil {
+		// The API server validates too; this guards against objects stored
+		// before that validation existed. Not retried: an edit requeues it.
+		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonInvalidSpec,
+			fmt.Sprintf("Invalid spec: %v", err), nil, true)
+		return nil
+	}
+
+	desired := Desired(cached)
+	got, action, err := Ensure(ctx, c.backend, desired)
+	if err != nil {
+		reason := Reason(err)
+		if IsPermanent(err) {
+			c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("The backend rejected the network: %v", err), got, true)
+			return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
+		}
+		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Backend not reachable, retrying: %v", err), got, false)
+		return fmt.Errorf("reconciling network %s into the backend: %w", key, err)
+	}
+	switch action {
+	case ActionCreated:
+		logger.Info("Created backend network", "networkID", got.NetworkID, "subnetID", got.SubnetID, "cidr", got.CIDR, "gateway", got.Gateway)
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonCreated, "Created backend network %s and subnet %s (%s, gateway %s)", got.NetworkID, got.SubnetID, got.CIDR, got.Gateway)
+	case ActionUpdated:
+		logger.Info("Updated backend gateway", "networkID", got.NetworkID, "subnetID", got.SubnetID, "gateway", got.Gateway)
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonUpdated, "Updated the gateway of subnet %s to %s", got.SubnetID, got.Gateway)
+	}
+	return c.setReady(ctx, cached, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned,
+		fmt.Sprintf("Network %s and subnet %s provisioned", got.NetworkID, got.SubnetID), got, false)
+}
+
+// finalize deletes the backend network of a Network being deleted, then
+// releases the finalizer.
+func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) error {
+	if !slices.Contains(cached.Finalizers, Finalizer) {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	if err := c.backend.Delete(ctx, Desired(cached)); err != nil {
+		reason := Reason(err)
+		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonDeleting,
+			fmt.Sprintf("Deleting the backend network failed (%s), retrying; the Network stays until it succeeds: %v", reason, err), nil, IsPermanent(err))
+		if IsPermanent(err) {
+			return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
+		}
+		return fmt.Errorf("deleting the backend network of %s: %w", cache.MetaObjectToName(cached), err)
+	}
+	net := cached.DeepCopy()
+	net.Finalizers = slices.DeleteFunc(net.Finalizers, func(f string) bool { return f == Finalizer })
+	if _, err := c.client.SamplecrdV1().Networks(net.Namespace).Update(ctx, net, metav1.UpdateOptions{FieldManager: c.fieldMgr}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("removing the finalizer of %s: %w", cache.MetaObjectToName(cached), err)
+	}
+	logger.Info("Deleted backend network; finalizer released")
+	c.recorder.Event(cached, corev1.EventTypeNormal, ReasonDeleted, "Deleted the backend network and subnet")
+	return nil
+}
+
+// setReady writes the Ready condition (and the backend IDs, when known) to
+// the Network's status when they differ from what it has. warn also records
+// a Warning Event, once per change of the condition.
+func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, status metav1.ConditionStatus, reason, message string, got *Network, warn bool) error {
+	net := cached.DeepCopy()
+	changed := meta.SetStatusCondition(&net.Status.Conditions, metav1.Condition{
+		Type:               samplecrdv1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: net.Generation,
+	})
+	if got != nil {
+		net.Status.NetworkID, net.Status.SubnetID = got.NetworkID, got.SubnetID
+	}
+	if status == metav1.ConditionTrue {
+		net.Status.ObservedGeneration = net.Generation
+	}
+	if !changed && net.Status.NetworkID == cached.Status.NetworkID && net.Status.SubnetID == cached.Status.SubnetID &&
+		net.Status.ObservedGeneration == cached.Status.ObservedGeneration {
+		return nil
+	}
+	if warn && changed {
+		c.recorder.Event(cached, corev1.EventTypeWarning, reason, message)
+	}
+	if _, err := c.client.SamplecrdV1().Networks(net.Namespace).UpdateStatus(ctx, net, metav1.UpdateOptions{FieldManager: c.fieldMgr}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		err = fmt.Errorf("writing the status of network %s: %w", cache.MetaObjectToName(cached), err)
+		klog.FromContext(ctx).V(2).Info("Status write failed", "err", err)
+		return err
+	}
+	return nil
+}
+
+// CollectGarbage deletes backend networks marked as ours whose Network no
+// longer exists (within this controller's --namespace scope).
+func (c *Controller) CollectGarbage(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	nets, err := c.backend.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing backend networks: %w", err)
+	}
+	var errs []error
+	for _, n := range nets {
+		if c.namespace != "" && n.Namespace != c.namespace {
+			continue // another manager's scope
+		}
+		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) > 0 {
+			continue
+		}
+		// Not in the cache; make sure with a live read before deleting.
+		if exists, err := c.networkExists(ctx, n); err != nil || exists {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := c.backend.Delete(ctx, n); err != nil {
+			errs = append(errs, fmt.Errorf("deleting orphaned backend network %s: %w", n, err))
+			continue
+		}
+		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
+	}
+	return errors.Join(errs...)
+}
+
+// networkExists reads the Network n belonged to from the API server and
+// reports whether it (the same UID) still exists.
+func (c *Controller) networkExists(ctx context.Context, n Network) (bool, error) {
+	if n.Namespace == "" || n.Name == "" {
+		return false, nil
+	}
+	got, err := c.client.SamplecrdV1().Networks(n.Namespace).Get(ctx, n.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("checking network %s/%s: %w", n.Namespace, n.Name, err)
+	}
+	return got.UID == types.UID(n.UID), nil
+}

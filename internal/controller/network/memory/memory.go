@@ -1,0 +1,351 @@
+// Package memory is an in-process network backend: the default for local
+// runs and demos, and a fast, controllable backend for tests and benchmarks.
+// It keeps networks in memory and logs every operation like the seed's
+// "Neutron mock". Like Neutron with a shared address scope, it rejects a
+// subnet whose CIDR overlaps another one (a permanent error).
+package memory
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+)
+
+// Op names a backend operation, for fault hooks.
+type Op string
+
+// The operations of the backend.
+const (
+	OpGet           Op = "Get"
+	OpCreate        Op = "Create"
+	OpCreateSubnet  Op = "CreateSubnet" // fault hook only: between a Create's network and its subnet
+	OpUpdateGateway Op = "UpdateGateway"
+	OpDelete        Op = "Delete"
+	OpList          Op = "List"
+)
+
+// FaultFunc is called before every operation (after the latency); a non-nil
+// error fails the operation with it, before it changes anything. uid is empty
+// for List.
+type FaultFunc func(ctx context.Context, op Op, uid types.UID) error
+
+// Stats counts the operations the backend performed successfully.
+type Stats struct {
+	Gets, Lists               int64
+	Creates, Updates, Deletes int64
+}
+
+// Writes is the number of successful writes (creates, updates and deletes).
+func (s Stats) Writes() int64 { return s.Creates + s.Updates + s.Deletes }
+
+// Object is a backend network as the backend stores it, including the ones
+// that are not ours.
+type Object struct {
+	network.Network
+	// Owned is false for foreign objects (AddForeign): the controller never
+	// sees or touches them.
+	Owned bool
+}
+
+// Backend is the in-memory backend. The zero value is not usable; use New.
+type Backend struct {
+	mu       sync.Mutex
+	objects  map[string]*Object // by NetworkID
+	byUID    map[types.UID]string
+	nextID   int
+	overlap  bool
+	latency  time.Duration
+	fault    FaultFunc
+	failNext []error
+	stats    Stats
+}
+
+var _ network.Backend = (*Backend)(nil)
+
+// Option configures a Backend.
+type Option func(*Backend)
+
+// WithOverlappingCIDRs lets subnets overlap, as Neutron does by default
+// (allow_overlapping_ips); without it, an overlapping CIDR is a permanent
+// samplecrdv1.ReasonCIDROverlap error.
+func WithOverlappingCIDRs() Option { return func(b *Backend) { b.overlap = true } }
+
+// New returns an empty in-memory backend.
+func New(opts ...Option) *Backend {
+	b := &Backend{objects: map[string]*Object{}, byUID: map[types.UID]string{}}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// SetLatency makes every operation take at least d (0 removes the latency);
+// an operation whose context ends first fails with the context's error.
+func (b *Backend) SetLatency(d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.latency = d
+}
+
+// SetFault installs f as the fault hook (nil removes it).
+func (b *Backend) SetFault(f FaultFunc) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fault = f
+}
+
+// FailNext makes the next len(errs) operations fail, one error each, in
+// order, before they change anything. Use network.Transient or
+// network.Permanent to build classified errors.
+func (b *Backend) FailNext(errs ...error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failNext = append(b.failNext, errs...)
+}
+
+// Stats returns the counters of successful operations.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// AddForeign adds a network (and subnet) that this controller did not
+// create, as an operator or another tool would, and returns its ID. The
+// backend never returns, changes or deletes it through the Backend methods.
+func (b *Backend) AddForeign(name, cidr, gateway string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.newID("net")
+	b.objects[id] = &Object{Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
+	return id
+}
+
+// Objects returns everything the backend holds, ours and foreign, sorted by
+// network ID.
+func (b *Backend) Objects() []Object {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Object, 0, len(b.objects))
+	for _, o := range b.objects {
+		out = append(out, *o)
+	}
+	slices.SortFunc(out, func(x, y Object) int { return strings.Compare(x.NetworkID, y.NetworkID) })
+	return out
+}
+
+func (b *Backend) newID(kind string) string {
+	b.nextID++
+	return fmt.Sprintf("mem-%s-%06d", kind, b.nextID)
+}
+
+// begin waits for the latency and runs the fault hooks.
+func (b *Backend) begin(ctx context.Context, op Op, uid types.UID) error {
+	b.mu.Lock()
+	latency, fault := b.latency, b.fault
+	var injected error
+	if len(b.failNext) > 0 {
+		injected = b.failNext[0]
+		b.failNext = b.failNext[1:]
+	}
+	b.mu.Unlock()
+
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return network.Transient(strings.ToLower(string(op)), samplecrdv1.ReasonBackendUnavailable, ctx.Err())
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return network.Transient(strings.ToLower(string(op)), samplecrdv1.ReasonBackendUnavailable, err)
+	}
+	if injected != nil {
+		return injected
+	}
+	if fault != nil {
+		return fault(ctx, op, uid)
+	}
+	return nil
+}
+
+func (b *Backend) lookup(uid types.UID) *Object {
+	if id, ok := b.byUID[uid]; ok {
+		return b.objects[id]
+	}
+	return nil
+}
+
+// Get implements network.Backend.
+func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, error) {
+	if err := b.begin(ctx, OpGet, uid); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.lookup(uid)
+	if o == nil {
+		return nil, fmt.Errorf("network for uid %s: %w", uid, network.ErrNotFound)
+	}
+	b.stats.Gets++
+	n := o.Network
+	return &n, nil
+}
+
+// Create implements network.Backend. Like Neutron, it creates the network
+// first and then its subnet; the fault hook is consulted in between
+// (OpCreateSubnet), so tests can leave a network without a subnet behind.
+func (b *Backend) Create(ctx context.Context, desired network.Network) (*network.Network, error) {
+	logger := klog.FromContext(ctx)
+	if err := b.begin(ctx, OpCreate, desired.UID); err != nil {
+		return nil, err
+	}
+	if desired.UID == "" {
+		return nil, network.Permanent("create network", samplecrdv1.ReasonBackendRejected, fmt.Errorf("the Network has no UID"))
+	}
+	if err := samplecrdv1.ValidateSpec(samplecrdv1.NetworkSpec{CIDR: desired.CIDR, Gateway: desired.Gateway}); err != nil {
+		return nil, network.Permanent("create network", samplecrdv1.ReasonInvalidSpec, err)
+	}
+
+	b.mu.Lock()
+	o := b.lookup(desired.UID)
+	if o != nil && o.SubnetID != "" {
+		n := o.Network
+		b.mu.Unlock()
+		logger.V(2).Info("[Neutron mock] Network already exists", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID, "networkID", n.NetworkID)
+		return &n, nil
+	}
+	if o == nil {
+		o = &Object{Owned: true, Network: network.Network{
+			UID: desired.UID, Namespace: desired.Namespace, Name: desired.Name, NetworkID: b.newID("net"),
+		}}
+		b.objects[o.NetworkID] = o
+		b.byUID[desired.UID] = o.NetworkID
+		logger.Info("[Neutron mock] Created network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
+			"name", network.DisplayName(desired.Namespace, desired.Name), "networkID", o.NetworkID)
+	}
+	fault := b.fault
+	b.mu.Unlock()
+
+	if fault != nil {
+		if err := fault(ctx, OpCreateSubnet, desired.UID); err != nil {
+			return nil, err
+		}
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o = b.lookup(desired.UID)
+	if o == nil {
+		return nil, network.Transient("create subnet", samplecrdv1.ReasonBackendUnavailable, fmt.Errorf("network for uid %s was deleted concurrently", desired.UID))
+	}
+	if o.SubnetID != "" { // a concurrent Create won
+		n := o.Network
+		return &n, nil
+	}
+	if err := b.checkOverlap(desired.CIDR); err != nil {
+		return nil, err
+	}
+	o.CIDR, o.Gateway, o.SubnetID = desired.CIDR, desired.Gateway, b.newID("subnet")
+	b.stats.Creates++
+	logger.Info("[Neutron mock] Created subnet", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
+		"cidr", o.CIDR, "gateway", o.Gateway, "networkID", o.NetworkID, "subnetID", o.SubnetID)
+	n := o.Network
+	return &n, nil
+}
+
+// checkOverlap fails with a permanent error when cidr overlaps a subnet the
+// backend holds (unless overlapping CIDRs are allowed).
+func (b *Backend) checkOverlap(cidr string) error {
+	if b.overlap {
+		return nil
+	}
+	want, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return network.Permanent("create subnet", samplecrdv1.ReasonInvalidSpec, err)
+	}
+	for _, o := range b.objects {
+		if o.SubnetID == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(o.CIDR); err == nil && p.Overlaps(want) {
+			return network.Permanent("create subnet", samplecrdv1.ReasonCIDROverlap, fmt.Errorf(
+				"cidr %s overlaps cidr %s of backend network %s (%s): pick a cidr that does not overlap", cidr, o.CIDR, o.NetworkID, o.Name))
+		}
+	}
+	return nil
+}
+
+// UpdateGateway implements network.Backend.
+func (b *Backend) UpdateGateway(ctx context.Context, uid types.UID, gateway string) (*network.Network, error) {
+	if err := b.begin(ctx, OpUpdateGateway, uid); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.lookup(uid)
+	if o == nil || o.SubnetID == "" {
+		return nil, fmt.Errorf("update gateway: subnet for uid %s: %w", uid, network.ErrNotFound)
+	}
+	if err := samplecrdv1.ValidateSpec(samplecrdv1.NetworkSpec{CIDR: o.CIDR, Gateway: gateway}); err != nil {
+		return nil, network.Permanent("update gateway", samplecrdv1.ReasonInvalidSpec, err)
+	}
+	if o.Gateway != gateway {
+		old := o.Gateway
+		o.Gateway = gateway
+		b.stats.Updates++
+		klog.FromContext(ctx).Info("[Neutron mock] Updated network gateway", "network", klog.KRef(o.Namespace, o.Name), "uid", uid,
+			"networkID", o.NetworkID, "subnetID", o.SubnetID, "oldGateway", old, "gateway", gateway)
+	}
+	n := o.Network
+	return &n, nil
+}
+
+// Delete implements network.Backend.
+func (b *Backend) Delete(ctx context.Context, n network.Network) error {
+	uid := n.UID
+	if err := b.begin(ctx, OpDelete, uid); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.lookup(uid)
+	if o == nil {
+		klog.FromContext(ctx).V(2).Info("[Neutron mock] Network already deleted", "uid", uid)
+		return nil
+	}
+	delete(b.objects, o.NetworkID)
+	delete(b.byUID, uid)
+	b.stats.Deletes++
+	klog.FromContext(ctx).Info("[Neutron mock] Deleted network", "network", klog.KRef(o.Namespace, o.Name), "uid", uid,
+		"networkID", o.NetworkID, "subnetID", o.SubnetID)
+	return nil
+}
+
+// List implements network.Backend.
+func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
+	if err := b.begin(ctx, OpList, ""); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]network.Network, 0, len(b.byUID))
+	for _, id := range b.byUID {
+		out = append(out, b.objects[id].Network)
+	}
+	slices.SortFunc(out, func(x, y network.Network) int { return strings.Compare(x.NetworkID, y.NetworkID) })
+	b.stats.Lists++
+	return out, nil
+}

@@ -1,0 +1,706 @@
+// Package neutron is the OpenStack Neutron network backend: one Neutron
+// network and one subnet (cidr, gateway_ip, ip_version) per Network.
+//
+// Both are named k8s-<namespace>-<name> so an operator recognises them, and
+// marked as ours with Neutron tags: k8s-network-uid=<the Network's UID> and
+// managed-by=<Options.ManagedBy>. Every lookup filters by these tags, so the
+// backend never reads, changes or deletes what it did not create. Their
+// description names the Network too; it lets a create that was interrupted
+// between creating an object and tagging it be found and completed instead
+// of duplicated.
+//
+// The backend authenticates with Keystone v3 (password or application
+// credential; see ConfigFromEnv for the OS_CLOUD / OS_* configuration), takes
+// the network endpoint from the service catalog, and re-authenticates when
+// its token expires.
+package neutron
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+)
+
+// The tags that mark a Neutron network or subnet as ours.
+const (
+	// UIDTagPrefix + the Network's UID identifies the Network an object
+	// belongs to.
+	UIDTagPrefix = "k8s-network-uid="
+	// ManagedByTagPrefix + Options.ManagedBy says which controller manages
+	// the object.
+	ManagedByTagPrefix = "managed-by="
+
+	// DefaultRequestTimeout bounds each backend call (all its requests).
+	DefaultRequestTimeout = 30 * time.Second
+
+	maxNameLength = 255 // Neutron's limit on names and descriptions
+)
+
+// Options configure New.
+type Options struct {
+	// ServiceClient is a ready network v2 client to use as is; the options
+	// below that authenticate or locate the endpoint are then ignored.
+	ServiceClient *gophercloud.ServiceClient
+	// ProviderClient is an authenticated provider client (with its
+	// re-authentication set up) to take the network endpoint from.
+	ProviderClient *gophercloud.ProviderClient
+	// AuthOptions authenticate to Keystone v3 when ProviderClient is nil.
+	// When nil too, ConfigFromEnv(Getenv) supplies them (OS_CLOUD with
+	// clouds.yaml, or the OS_* variables). AllowReauth is always turned on.
+	AuthOptions *gophercloud.AuthOptions
+	// EndpointOpts select the network endpoint in the catalog (region,
+	// interface); zero means the environment's (OS_REGION_NAME, OS_INTERFACE).
+	EndpointOpts gophercloud.EndpointOpts
+	// Endpoint, when set, is the Neutron endpoint to use instead of the
+	// catalog's (e.g. http://neutron:9696/).
+	Endpoint string
+	// HTTPClient is the HTTP client of every request (default: a client
+	// with no timeout of its own; RequestTimeout bounds the calls).
+	HTTPClient *http.Client
+	// TLSConfig, when set, replaces the TLS configuration of HTTPClient's
+	// transport (ConfigFromEnv's, from OS_CACERT or clouds.yaml, is used
+	// otherwise).
+	TLSConfig *tls.Config
+	// ManagedBy is the value of the managed-by tag (default
+	// network.ManagedBy, "controller-manager"). Give each cluster that shares
+	// a Neutron project its own value, or their garbage collections would
+	// delete each other's networks.
+	ManagedBy string
+	// RequestTimeout bounds each backend call (default
+	// DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// Getenv reads the environment (default os.Getenv).
+	Getenv func(string) string
+}
+
+// Backend is the Neutron backend. Create it with New.
+type Backend struct {
+	client    *gophercloud.ServiceClient
+	managedBy string
+	timeout   time.Duration
+}
+
+var _ network.Backend = (*Backend)(nil)
+
+// New returns a Neutron backend. Unless opts carries a client, it
+// authenticates to Keystone v3 (failing fast on bad credentials or an
+// unreachable Keystone) and finds the network endpoint in the catalog.
+func New(ctx context.Context, opts Options) (*Backend, error) {
+	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout}
+	if b.managedBy == "" {
+		b.managedBy = network.ManagedBy
+	}
+	if b.timeout <= 0 {
+		b.timeout = DefaultRequestTimeout
+	}
+	if err := validateTag(ManagedByTagPrefix + b.managedBy); err != nil {
+		return nil, fmt.Errorf("invalid ManagedBy %q: %w", b.managedBy, err)
+	}
+	if b.client != nil {
+		return b, nil
+	}
+
+	pc, eo := opts.ProviderClient, opts.EndpointOpts
+	if pc == nil {
+		var ao gophercloud.AuthOptions
+		var envEO gophercloud.EndpointOpts
+		tlsConfig := opts.TLSConfig
+		if opts.AuthOptions != nil {
+			ao = *opts.AuthOptions
+		} else {
+			var envTLS *tls.Config
+			var err error
+			if ao, envEO, envTLS, err = ConfigFromEnv(opts.Getenv); err != nil {
+				return nil, err
+			}
+			if tlsConfig == nil {
+				tlsConfig = envTLS
+			}
+		}
+		if eo.Region == "" {
+			eo.Region = envEO.Region
+		}
+		if eo.Availability == "" {
+			eo.Availability = envEO.Availability
+		}
+		ao.AllowReauth = true
+		var err error
+		if pc, err = openstack.NewClient(ao.IdentityEndpoint); err != nil {
+			return nil, fmt.Errorf("invalid Keystone URL %q: %w", ao.IdentityEndpoint, err)
+		}
+		if opts.HTTPClient != nil {
+			pc.HTTPClient = *opts.HTTPClient
+		}
+		if tlsConfig != nil {
+			transport := http.DefaultTransport.(*http.Transport).Clone()
+			if t, ok := pc.HTTPClient.Transport.(*http.Transport); ok {
+				transport = t.Clone()
+			}
+			transport.TLSClientConfig = tlsConfig
+			pc.HTTPClient.Transport = transport
+		}
+		pc.UserAgent.Prepend("kube-sample-controller-manager")
+		authCtx, cancel := context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+		if err := openstack.AuthenticateV3(authCtx, pc, &ao, gophercloud.EndpointOpts{}); err != nil {
+			return nil, fmt.Errorf("authenticating to Keystone v3 at %s as %s: %w", ao.IdentityEndpoint, who(ao), describe(err))
+		}
+	}
+
+	if opts.Endpoint != "" {
+		ep := gophercloud.NormalizeURL(opts.Endpoint)
+		b.client = &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: ep, ResourceBase: ep + "v2.0/", Type: "network"}
+		return b, nil
+	}
+	if eo.Availability == "" {
+		eo.Availability = gophercloud.AvailabilityPublic
+	}
+	sc, err := openstack.NewNetworkV2(pc, eo)
+	if err != nil {
+		return nil, fmt.Errorf("finding the network (Neutron) endpoint in the service catalog (region %q, interface %s): %w",
+			eo.Region, eo.Availability, describe(err))
+	}
+	b.client = sc
+	return b, nil
+}
+
+func who(ao gophercloud.AuthOptions) string {
+	switch {
+	case ao.ApplicationCredentialID != "":
+		return "application credential " + ao.ApplicationCredentialID
+	case ao.ApplicationCredentialName != "":
+		return "application credential " + ao.ApplicationCredentialName
+	case ao.Username != "":
+		return fmt.Sprintf("user %q", ao.Username)
+	default:
+		return fmt.Sprintf("user ID %q", ao.UserID)
+	}
+}
+
+// --- naming and marking ---
+
+func (b *Backend) uidTag(uid types.UID) string { return UIDTagPrefix + string(uid) }
+func (b *Backend) managedTag() string          { return ManagedByTagPrefix + b.managedBy }
+func (b *Backend) tags(uid types.UID) []string {
+	return []string{b.uidTag(uid), b.managedTag()}
+}
+func (b *Backend) ownerTags(uid types.UID) string { return b.uidTag(uid) + "," + b.managedTag() }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// displayName is the Neutron name of a Network's network and subnet.
+func displayName(namespace, name string) string {
+	return truncate(network.DisplayName(namespace, name), maxNameLength)
+}
+
+const descriptionPrefix = "Kubernetes Network "
+
+// description is the Neutron description of a Network's network and
+// subnet: it names the Network and its UID, so it is unique, and it can be
+// computed from the Network alone.
+func (b *Backend) description(n network.Network) string {
+	d := fmt.Sprintf("%s%s/%s (uid %s), managed by %s", descriptionPrefix, n.Namespace, n.Name, n.UID, b.managedBy)
+	if len(d) > maxNameLength {
+		d = fmt.Sprintf("%suid %s, managed by %s", descriptionPrefix, n.UID, b.managedBy)
+	}
+	return truncate(d, maxNameLength)
+}
+
+// parseDescription returns the namespace and name a description names.
+func parseDescription(d string) (namespace, name string) {
+	rest, ok := strings.CutPrefix(d, descriptionPrefix)
+	if !ok {
+		return "", ""
+	}
+	ref, _, ok := strings.Cut(rest, " (uid ")
+	if !ok {
+		return "", ""
+	}
+	namespace, name, _ = strings.Cut(ref, "/")
+	return namespace, name
+}
+
+func uidFromTags(tags []string) types.UID {
+	for _, t := range tags {
+		if uid, ok := strings.CutPrefix(t, UIDTagPrefix); ok {
+			return types.UID(uid)
+		}
+	}
+	return ""
+}
+
+func validateTag(tag string) error {
+	if len(tag) > 60 { // the limit of older Neutron releases
+		return fmt.Errorf("tag %q is longer than 60 characters", tag)
+	}
+	if strings.Contains(tag, ",") {
+		return fmt.Errorf("tag %q contains a comma", tag)
+	}
+	return nil
+}
+
+func toNetwork(n *networks.Network, s *subnets.Subnet) *network.Network {
+	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID}
+	out.Namespace, out.Name = parseDescription(n.Description)
+	if s != nil {
+		out.SubnetID = s.ID
+		out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
+	}
+	return out
+}
+
+func canonicalCIDR(s string) string {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.String()
+	}
+	return s
+}
+
+func canonicalIP(s string) string {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String()
+	}
+	return s
+}
+
+// --- Neutron calls ---
+
+func (b *Backend) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.timeout)
+}
+
+func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
+	pages, err := networks.List(b.client, opts).AllPages(ctx)
+	if err != nil {
+		return nil, classify("list networks", err)
+	}
+	nets, err := networks.ExtractNetworks(pages)
+	if err != nil {
+		return nil, classify("list networks", err)
+	}
+	return nets, nil
+}
+
+func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
+	pages, err := subnets.List(b.client, opts).AllPages(ctx)
+	if err != nil {
+		return nil, classify("list subnets", err)
+	}
+	subs, err := subnets.ExtractSubnets(pages)
+	if err != nil {
+		return nil, classify("list subnets", err)
+	}
+	return subs, nil
+}
+
+// findNetworks returns the networks tagged with uid, oldest first.
+func (b *Backend) findNetworks(ctx context.Context, uid types.UID) ([]networks.Network, error) {
+	nets, err := b.listNetworks(ctx, networks.ListOpts{Tags: b.ownerTags(uid)})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(nets, func(x, y networks.Network) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	return nets, nil
+}
+
+// pickSubnet returns the subnet of uid among subs: tagged with uid, or (when
+// adopt) untagged with the description of n.
+func (b *Backend) pickSubnet(subs []subnets.Subnet, n network.Network, adopt bool) (*subnets.Subnet, bool) {
+	for i := range subs {
+		if slices.Contains(subs[i].Tags, b.uidTag(n.UID)) && slices.Contains(subs[i].Tags, b.managedTag()) {
+			return &subs[i], false
+		}
+	}
+	if adopt && n.Namespace != "" {
+		for i := range subs {
+			if uidFromTags(subs[i].Tags) == "" && subs[i].Description == b.description(n) {
+				return &subs[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// get returns the network of uid and its subnet (nil when missing).
+func (b *Backend) get(ctx context.Context, uid types.UID) (*networks.Network, *subnets.Subnet, error) {
+	nets, err := b.findNetworks(ctx, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(nets) == 0 {
+		return nil, nil, fmt.Errorf("neutron network tagged %s: %w", b.uidTag(uid), network.ErrNotFound)
+	}
+	if len(nets) > 1 {
+		klog.FromContext(ctx).Info("Several Neutron networks are tagged with the same Network UID; using the oldest",
+			"uid", uid, "networkIDs", networkIDs(nets))
+	}
+	n := &nets[0]
+	subs, err := b.listSubnets(ctx, subnets.ListOpts{NetworkID: n.ID, Tags: b.ownerTags(uid)})
+	if err != nil {
+		return nil, nil, err
+	}
+	sub, _ := b.pickSubnet(subs, network.Network{UID: uid}, false)
+	return n, sub, nil
+}
+
+func networkIDs(nets []networks.Network) []string {
+	ids := make([]string, 0, len(nets))
+	for _, n := range nets {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
+// Get implements network.Backend.
+func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	n, s, err := b.get(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	return toNetwork(n, s), nil
+}
+
+// tag replaces the tags of a network or subnet with its tags plus ours.
+func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, uid types.UID) ([]string, error) {
+	tags := slices.Clone(existing)
+	for _, t := range b.tags(uid) {
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	res, err := attributestags.ReplaceAll(ctx, b.client, resource, id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
+	if err != nil {
+		return nil, classify("tag "+strings.TrimSuffix(resource, "s")+" "+id, err)
+	}
+	return res, nil
+}
+
+// Create implements network.Backend.
+func (b *Backend) Create(ctx context.Context, desired network.Network) (*network.Network, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	logger := klog.FromContext(ctx).WithValues("network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID)
+
+	if desired.UID == "" {
+		return nil, network.Permanent("create network", samplecrdv1.ReasonBackendRejected, errors.New("the Network has no UID"))
+	}
+	if err := validateTag(b.uidTag(desired.UID)); err != nil {
+		return nil, network.Permanent("create network", samplecrdv1.ReasonBackendRejected, err)
+	}
+	prefix, err := netip.ParsePrefix(desired.CIDR)
+	if err != nil {
+		return nil, network.Permanent("create subnet", samplecrdv1.ReasonInvalidSpec, fmt.Errorf("invalid cidr %q: %w", desired.CIDR, err))
+	}
+	name, desc := displayName(desired.Namespace, desired.Name), b.description(desired)
+
+	// The network: ours by tag, or one whose tagging was interrupted.
+	nets, err := b.findNetworks(ctx, desired.UID)
+	if err != nil {
+		return nil, err
+	}
+	var net *networks.Network
+	if len(nets) > 0 {
+		net = &nets[0]
+	} else {
+		untagged, err := b.listNetworks(ctx, networks.ListOpts{Name: name, Description: desc})
+		if err != nil {
+			return nil, err
+		}
+		for i := range untagged {
+			if uidFromTags(untagged[i].Tags) == "" {
+				net = &untagged[i]
+				logger.Info("Adopting a Neutron network whose create was interrupted before it was tagged", "networkID", net.ID)
+				break
+			}
+		}
+		if net == nil {
+			adminUp := true
+			net, err = networks.Create(ctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).Extract()
+			if err != nil {
+				return nil, classify("create network", err)
+			}
+			logger.Info("Created Neutron network", "name", name, "networkID", net.ID)
+		}
+		if net.Tags, err = b.tag(ctx, "networks", net.ID, net.Tags, desired.UID); err != nil {
+			return nil, err
+		}
+	}
+
+	// The subnet.
+	subs, err := b.listSubnets(ctx, subnets.ListOpts{NetworkID: net.ID})
+	if err != nil {
+		return nil, err
+	}
+	sub, adopted := b.pickSubnet(subs, desired, true)
+	if sub == nil {
+		version := gophercloud.IPv4
+		if prefix.Addr().Is6() {
+			version = gophercloud.IPv6
+		}
+		gw := desired.Gateway
+		sub, err = subnets.Create(ctx, b.client, subnets.CreateOpts{
+			NetworkID: net.ID, Name: name, Description: desc, CIDR: desired.CIDR, IPVersion: version, GatewayIP: &gw,
+		}).Extract()
+		if err != nil {
+			return nil, classify("create subnet", err)
+		}
+		logger.Info("Created Neutron subnet", "networkID", net.ID, "subnetID", sub.ID, "cidr", sub.CIDR, "gateway", sub.GatewayIP)
+		adopted = true
+	}
+	if adopted {
+		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired.UID); err != nil {
+			return nil, err
+		}
+	}
+	return toNetwork(net, sub), nil
+}
+
+// UpdateGateway implements network.Backend.
+func (b *Backend) UpdateGateway(ctx context.Context, uid types.UID, gateway string) (*network.Network, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	n, s, err := b.get(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, fmt.Errorf("update gateway: subnet of neutron network %s: %w", n.ID, network.ErrNotFound)
+	}
+	if network.SameIP(s.GatewayIP, gateway) {
+		return toNetwork(n, s), nil
+	}
+	old := s.GatewayIP
+	gw := gateway
+	s, err = subnets.Update(ctx, b.client, s.ID, subnets.UpdateOpts{GatewayIP: &gw}).Extract()
+	if err != nil {
+		return nil, classify("update gateway of subnet", err)
+	}
+	klog.FromContext(ctx).Info("Updated Neutron subnet gateway", "uid", uid, "networkID", n.ID, "subnetID", s.ID,
+		"oldGateway", old, "gateway", s.GatewayIP)
+	return toNetwork(n, s), nil
+}
+
+// Delete implements network.Backend.
+func (b *Backend) Delete(ctx context.Context, target network.Network) error {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	logger := klog.FromContext(ctx).WithValues("uid", target.UID)
+	if target.UID == "" {
+		return nil
+	}
+	nets, err := b.findNetworks(ctx, target.UID)
+	if err != nil {
+		return err
+	}
+	if target.Namespace != "" {
+		untagged, err := b.listNetworks(ctx, networks.ListOpts{
+			Name: displayName(target.Namespace, target.Name), Description: b.description(target),
+		})
+		if err != nil {
+			return err
+		}
+		for _, n := range untagged {
+			if uidFromTags(n.Tags) == "" {
+				nets = append(nets, n)
+			}
+		}
+	}
+	for _, n := range nets {
+		subs, err := b.listSubnets(ctx, subnets.ListOpts{NetworkID: n.ID})
+		if err != nil {
+			return err
+		}
+		for _, s := range subs {
+			ours := slices.Contains(s.Tags, b.uidTag(target.UID)) ||
+				(uidFromTags(s.Tags) == "" && target.Namespace != "" && s.Description == b.description(target))
+			if !ours {
+				continue
+			}
+			if err := subnets.Delete(ctx, b.client, s.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+				return classify("delete subnet "+s.ID, err)
+			}
+			logger.Info("Deleted Neutron subnet", "networkID", n.ID, "subnetID", s.ID)
+		}
+		if err := networks.Delete(ctx, b.client, n.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return classify("delete network "+n.ID, err)
+		}
+		logger.Info("Deleted Neutron network", "networkID", n.ID, "name", n.Name)
+	}
+	return nil
+}
+
+// List implements network.Backend.
+func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	nets, err := b.listNetworks(ctx, networks.ListOpts{Tags: b.managedTag()})
+	if err != nil {
+		return nil, err
+	}
+	subs, err := b.listSubnets(ctx, subnets.ListOpts{Tags: b.managedTag()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]network.Network, 0, len(nets))
+	for i := range nets {
+		uid := uidFromTags(nets[i].Tags)
+		if uid == "" {
+			continue
+		}
+		var sub *subnets.Subnet
+		for j := range subs {
+			if subs[j].NetworkID == nets[i].ID && slices.Contains(subs[j].Tags, b.uidTag(uid)) {
+				sub = &subs[j]
+				break
+			}
+		}
+		out = append(out, *toNetwork(&nets[i], sub))
+	}
+	return out, nil
+}
+
+// --- errors ---
+
+// classify turns a gophercloud error into a network.Error (or, for 404, an
+// error wrapping network.ErrNotFound) with a message an operator can act on.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var reauth gophercloud.ErrUnableToReauthenticate
+	var reauthPtr *gophercloud.ErrUnableToReauthenticate
+	switch {
+	case errors.As(err, &reauthPtr):
+		reauth = *reauthPtr
+		fallthrough
+	case errors.As(err, &reauth):
+		inner := classify(op, reauth.ErrReauth)
+		var e *network.Error
+		if errors.As(inner, &e) {
+			return &network.Error{Op: op, Reason: e.Reason, Permanent: e.Permanent,
+				Err: fmt.Errorf("re-authenticating to Keystone after the token expired: %w", e.Err)}
+		}
+		return inner
+	}
+
+	code, ok := statusCode(err)
+	if !ok {
+		// Connection refused or reset, timeouts, cancelled contexts, bad
+		// responses: all worth retrying.
+		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, describe(err))
+	}
+	msg := describe(err)
+	switch {
+	case code == http.StatusNotFound:
+		return fmt.Errorf("%s: %w: %w", op, network.ErrNotFound, msg)
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, msg)
+	case code == http.StatusConflict && strings.HasSuffix(neutronType(err), "InUse"):
+		// Something (ports of VMs) still uses the network: retry later.
+		return network.Transient(op, samplecrdv1.ReasonBackendInUse, msg)
+	case strings.Contains(msg.Error(), "overlaps with"):
+		return network.Permanent(op, samplecrdv1.ReasonCIDROverlap, msg)
+	default: // 400, 401 (after re-authentication), 403, 409, ...
+		return network.Permanent(op, samplecrdv1.ReasonBackendRejected, msg)
+	}
+}
+
+func unexpectedResponse(err error) (gophercloud.ErrUnexpectedResponseCode, bool) {
+	var v gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &v) {
+		return v, true
+	}
+	var p *gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &p) && p != nil {
+		return *p, true
+	}
+	return v, false
+}
+
+func statusCode(err error) (int, bool) {
+	if r, ok := unexpectedResponse(err); ok {
+		return r.Actual, true
+	}
+	return 0, false
+}
+
+type errorBody struct {
+	NeutronError *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"NeutronError"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func neutronType(err error) string {
+	r, ok := unexpectedResponse(err)
+	if !ok {
+		return ""
+	}
+	var body errorBody
+	if json.Unmarshal(r.Body, &body) == nil && body.NeutronError != nil {
+		return body.NeutronError.Type
+	}
+	return ""
+}
+
+// describe rewrites an HTTP error as "<METHOD> <URL>: <status>: <message of
+// the NeutronError or Keystone error body>", keeping it wrapped.
+func describe(err error) error {
+	r, ok := unexpectedResponse(err)
+	if !ok {
+		return err
+	}
+	detail := strings.TrimSpace(string(r.Body))
+	var body errorBody
+	if json.Unmarshal(r.Body, &body) == nil {
+		switch {
+		case body.NeutronError != nil && body.NeutronError.Message != "":
+			detail = body.NeutronError.Message
+			if body.NeutronError.Type != "" {
+				detail = body.NeutronError.Type + ": " + detail
+			}
+		case body.Error != nil && body.Error.Message != "":
+			detail = body.Error.Message
+		}
+	}
+	if len(detail) > 512 {
+		detail = detail[:512] + "..."
+	}
+	return &httpError{summary: fmt.Sprintf("%s %s: %d %s: %s", r.Method, r.URL, r.Actual, http.StatusText(r.Actual), detail), err: err}
+}
+
+type httpError struct {
+	summary string
+	err     error
+}
+
+func (e *httpError) Error() string { return e.summary }
+func (e *httpError) Unwrap() error { return e.err }

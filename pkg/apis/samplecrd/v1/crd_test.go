@@ -1,0 +1,208 @@
+package v1
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"sigs.k8s.io/yaml"
+)
+
+// These tests run the generated CRD's validation (OpenAPI schema and CEL
+// rules) with the API server's own code, without starting an API server.
+
+const crdFile = "../../../../config/crd/samplecrd.k8s.io_networks.yaml"
+
+type crdValidator struct {
+	schema     apiservervalidation.SchemaValidator
+	structural *structuralschema.Structural
+	cel        *cel.Validator
+}
+
+func loadCRD(t testing.TB) *apiextensions.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(filepath.FromSlash(crdFile))
+	if err != nil {
+		t.Fatalf("reading the CRD (run hack/update-codegen.sh): %v", err)
+	}
+	var v1crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &v1crd); err != nil {
+		t.Fatalf("decoding %s: %v", crdFile, err)
+	}
+	var crd apiextensions.CustomResourceDefinition
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&v1crd, &crd, nil); err != nil {
+		t.Fatalf("converting the CRD: %v", err)
+	}
+	return &crd
+}
+
+func loadCRDValidator(t testing.TB) *crdValidator {
+	t.Helper()
+	crd := loadCRD(t)
+	// The conversion moves a schema shared by every version to spec.validation.
+	var openAPI *apiextensions.JSONSchemaProps
+	switch {
+	case crd.Spec.Validation != nil:
+		openAPI = crd.Spec.Validation.OpenAPIV3Schema
+	case len(crd.Spec.Versions) == 1 && crd.Spec.Versions[0].Schema != nil:
+		openAPI = crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	default:
+		t.Fatalf("want one schema, got %d versions and no spec.validation", len(crd.Spec.Versions))
+	}
+	structural, err := structuralschema.NewStructural(openAPI)
+	if err != nil {
+		t.Fatalf("structural schema: %v", err)
+	}
+	sv, _, err := apiservervalidation.NewSchemaValidator(openAPI)
+	if err != nil {
+		t.Fatalf("schema validator: %v", err)
+	}
+	return &crdValidator{
+		schema:     sv,
+		structural: structural,
+		cel:        cel.NewValidator(structural, true, celconfig.PerCallLimit),
+	}
+}
+
+func networkObject(spec NetworkSpec) map[string]any {
+	return map[string]any{
+		"apiVersion": SchemeGroupVersion.String(),
+		"kind":       "Network",
+		"metadata":   map[string]any{"name": "n", "namespace": "default"},
+		"spec":       map[string]any{"cidr": spec.CIDR, "gateway": spec.Gateway},
+	}
+}
+
+// validate returns the errors the API server reports for creating a Network
+// with spec (old == nil) or updating one from old to spec.
+func (v *crdValidator) validate(t testing.TB, spec NetworkSpec, old *NetworkSpec) field.ErrorList {
+	t.Helper()
+	obj := networkObject(spec)
+	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.schema)
+	var oldObj any
+	if old != nil {
+		oldObj = networkObject(*old)
+	}
+	celErrs, remaining := v.cel.Validate(context.Background(), nil, v.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+	if remaining < 0 {
+		t.Fatalf("CEL cost budget exceeded for %+v: %v", spec, celErrs)
+	}
+	return append(errs, celErrs...)
+}
+
+// TestCRDIsValid runs the API server's CRD validation (structural schema,
+// CEL compilation and cost estimates, the api-approved annotation).
+func TestCRDIsValid(t *testing.T) {
+	crd := loadCRD(t)
+	crd.Status.StoredVersions = []string{"v1"} // set by the API server on create
+	if errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), crd); len(errs) > 0 {
+		t.Fatalf("the API server would reject the CRD: %v", errs.ToAggregate())
+	}
+	if got := crd.Annotations["api-approved.kubernetes.io"]; !strings.HasPrefix(got, "unapproved") {
+		t.Errorf("api-approved.kubernetes.io = %q", got)
+	}
+	if crd.Name != "networks."+GroupName || crd.Spec.Scope != apiextensions.NamespaceScoped ||
+		len(crd.Spec.Names.ShortNames) != 1 || crd.Spec.Names.ShortNames[0] != "net" {
+		t.Errorf("unexpected names/scope: %s %s %v", crd.Name, crd.Spec.Scope, crd.Spec.Names.ShortNames)
+	}
+	var cols []string
+	columns := crd.Spec.AdditionalPrinterColumns
+	if len(columns) == 0 && len(crd.Spec.Versions) == 1 {
+		columns = crd.Spec.Versions[0].AdditionalPrinterColumns
+	}
+	for _, c := range columns {
+		cols = append(cols, c.Name+"="+c.JSONPath)
+	}
+	want := `CIDR=.spec.cidr Gateway=.spec.gateway Ready=.status.conditions[?(@.type=="Ready")].status Age=.metadata.creationTimestamp`
+	if got := strings.Join(cols, " "); got != want {
+		t.Errorf("printer columns:\n got %s\nwant %s", got, want)
+	}
+	subresources := crd.Spec.Subresources
+	if subresources == nil && len(crd.Spec.Versions) == 1 {
+		subresources = crd.Spec.Versions[0].Subresources
+	}
+	if subresources == nil || subresources.Status == nil {
+		t.Errorf("the status subresource is not enabled")
+	}
+}
+
+// TestCRDValidation holds the CRD to the same cases as ValidateSpec.
+func TestCRDValidation(t *testing.T) {
+	v := loadCRDValidator(t)
+	for _, tc := range specCases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := v.validate(t, tc.spec, nil)
+			if tc.wantErr == nil {
+				if len(errs) > 0 {
+					t.Fatalf("the API server would reject %+v: %v", tc.spec, errs.ToAggregate())
+				}
+				return
+			}
+			if len(errs) == 0 {
+				t.Fatalf("the API server would accept %+v, want an error containing %q", tc.spec, tc.wantErr)
+			}
+			msg := errs.ToAggregate().Error()
+			for _, want := range tc.wantErr {
+				if !strings.Contains(msg, want) {
+					t.Errorf("API server errors for %+v:\n%s\nwant them to contain %q", tc.spec, msg, want)
+				}
+			}
+		})
+	}
+}
+
+func TestCRDValidationSeedSample(t *testing.T) {
+	data, err := os.ReadFile(filepath.FromSlash("../../../../config/samples/network.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n Network
+	if err := yaml.UnmarshalStrict(data, &n); err != nil {
+		t.Fatalf("decoding the sample: %v", err)
+	}
+	if n.APIVersion != SchemeGroupVersion.String() || n.Kind != "Network" || n.Name != "example-network" {
+		t.Fatalf("unexpected sample: %+v", n)
+	}
+	if errs := loadCRDValidator(t).validate(t, n.Spec, nil); len(errs) > 0 {
+		t.Fatalf("the API server would reject the seed's Network: %v", errs.ToAggregate())
+	}
+}
+
+func TestCRDValidationUpdate(t *testing.T) {
+	v := loadCRDValidator(t)
+	old := NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.0.1"}
+	for _, tc := range []struct {
+		name    string
+		spec    NetworkSpec
+		wantErr string
+	}{
+		{name: "unchanged", spec: old},
+		{name: "gateway change", spec: NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.255.254"}},
+		{name: "cidr change", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"},
+			wantErr: "cidr is immutable: Neutron cannot change a subnet's CIDR; delete the Network and create it again with the new cidr"},
+		{name: "cidr widened", spec: NetworkSpec{CIDR: "192.168.0.0/15", Gateway: "192.168.0.1"}, wantErr: "cidr is immutable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := v.validate(t, tc.spec, &old)
+			if tc.wantErr == "" {
+				if len(errs) > 0 {
+					t.Fatalf("the API server would reject the update to %+v: %v", tc.spec, errs.ToAggregate())
+				}
+				return
+			}
+			if msg := errs.ToAggregate(); msg == nil || !strings.Contains(msg.Error(), tc.wantErr) {
+				t.Fatalf("update to %+v: got %v, want an error containing %q", tc.spec, msg, tc.wantErr)
+			}
+		})
+	}
+}

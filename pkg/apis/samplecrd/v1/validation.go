@@ -1,0 +1,124 @@
+package v1
+
+import (
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Bounds of the spec fields, as enforced by the CRD schema.
+const (
+	// MaxCIDRLength is the longest canonical CIDR: a fully expanded IPv6
+	// address (39 characters) and "/128".
+	MaxCIDRLength = 43
+	// MaxGatewayLength is the longest canonical IP address (IPv6, 39).
+	MaxGatewayLength = 39
+)
+
+// ValidateSpec checks spec the way the API server does (the CRD's OpenAPI and
+// CEL rules, see NetworkSpec), so the controller can refuse a bad spec that
+// reached it anyway (an older CRD, a direct etcd write) with the same clear
+// message, instead of sending it to the backend. It returns nil or an error
+// listing every problem, each naming the field, the value and how to fix it.
+func ValidateSpec(spec NetworkSpec) error {
+	return validateSpec(spec, field.NewPath("spec")).ToAggregate()
+}
+
+func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	cidrPath, gwPath := p.Child("cidr"), p.Child("gateway")
+
+	prefix, cidrOK := netip.Prefix{}, false
+	switch {
+	case spec.CIDR == "":
+		errs = append(errs, field.Required(cidrPath, "cidr must be an IPv4 or IPv6 network in CIDR notation, such as 192.168.0.0/16 or fd00:10::/64"))
+	case len(spec.CIDR) > MaxCIDRLength:
+		errs = append(errs, field.TooLong(cidrPath, "", MaxCIDRLength))
+	default:
+		var err error
+		prefix, err = parseCIDR(spec.CIDR)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(cidrPath, spec.CIDR, "cidr must be an IPv4 or IPv6 network in CIDR notation, such as 192.168.0.0/16 or fd00:10::/64"))
+		case prefix.Masked() != prefix:
+			errs = append(errs, field.Invalid(cidrPath, spec.CIDR,
+				fmt.Sprintf("cidr %s has host bits set: write the network address, with every bit after the prefix length zero (e.g. 192.168.0.0/16, not 192.168.0.1/16); did you mean %s?", spec.CIDR, prefix.Masked())))
+		case prefix.String() != spec.CIDR:
+			errs = append(errs, field.Invalid(cidrPath, spec.CIDR,
+				fmt.Sprintf("cidr %s is not in canonical form: write IPv6 in lowercase, without leading zeros, with the longest run of zero groups written as :: (e.g. fd00:10::/64); did you mean %s?", spec.CIDR, prefix)))
+		default:
+			cidrOK = true
+		}
+	}
+
+	addr, gwOK := netip.Addr{}, false
+	switch {
+	case spec.Gateway == "":
+		errs = append(errs, field.Required(gwPath, "gateway must be an IPv4 or IPv6 address, such as 192.168.0.1 or fd00:10::1"))
+	case len(spec.Gateway) > MaxGatewayLength:
+		errs = append(errs, field.TooLong(gwPath, "", MaxGatewayLength))
+	default:
+		var err error
+		addr, err = parseIP(spec.Gateway)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(gwPath, spec.Gateway, "gateway must be an IPv4 or IPv6 address, such as 192.168.0.1 or fd00:10::1"))
+		case addr.String() != spec.Gateway:
+			errs = append(errs, field.Invalid(gwPath, spec.Gateway,
+				fmt.Sprintf("gateway %s is not in canonical form: write IPv6 in lowercase, without leading zeros, with the longest run of zero groups written as :: (e.g. fd00:10::1); did you mean %s?", spec.Gateway, addr)))
+		default:
+			gwOK = true
+		}
+	}
+
+	if cidrOK && gwOK {
+		switch {
+		case family(addr) != family(prefix.Addr()):
+			errs = append(errs, field.Invalid(gwPath, spec.Gateway,
+				fmt.Sprintf("gateway %s is an IPv%d address but cidr %s is an IPv%d network: use a gateway of the same family, inside the cidr",
+					spec.Gateway, family(addr), spec.CIDR, family(prefix.Addr()))))
+		case !prefix.Contains(addr):
+			errs = append(errs, field.Invalid(gwPath, spec.Gateway,
+				fmt.Sprintf("gateway %s is outside cidr %s: use an address inside the cidr", spec.Gateway, spec.CIDR)))
+		}
+	}
+	return errs
+}
+
+// parseIP parses an IP address the way the Kubernetes CEL library's isIP and
+// ip() do: IPv4 or IPv6, no zone, no IPv4-mapped IPv6 form.
+func parseIP(s string) (netip.Addr, error) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if addr.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("IP address %q with zone value is not allowed", s)
+	}
+	if addr.Is4In6() {
+		return netip.Addr{}, fmt.Errorf("IPv4-mapped IPv6 address %q is not allowed", s)
+	}
+	return addr, nil
+}
+
+// parseCIDR parses a CIDR the way the Kubernetes CEL library's isCIDR and
+// cidr() do: host bits are allowed (check Masked yourself), zones and the
+// IPv4-mapped IPv6 form are not.
+func parseCIDR(s string) (netip.Prefix, error) {
+	prefix, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if prefix.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 address %q is not allowed", s)
+	}
+	return prefix, nil
+}
+
+func family(a netip.Addr) int {
+	if a.Is4() {
+		return 4
+	}
+	return 6
+}

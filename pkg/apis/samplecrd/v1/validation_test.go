@@ -1,0 +1,100 @@
+package v1
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// specCases are shared by the ValidateSpec test and the CRD (OpenAPI + CEL)
+// test, so both validations are held to the same expectations.
+var specCases = []struct {
+	name    string
+	spec    NetworkSpec
+	wantErr []string // substrings of the error; nil means valid
+}{
+	{name: "seed example", spec: NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.0.1"}},
+	{name: "ipv4 /32", spec: NetworkSpec{CIDR: "10.1.2.3/32", Gateway: "10.1.2.3"}},
+	{name: "ipv4 /0", spec: NetworkSpec{CIDR: "0.0.0.0/0", Gateway: "10.0.0.1"}},
+	{name: "ipv4 last address", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.255.255.254"}},
+	{name: "ipv6", spec: NetworkSpec{CIDR: "fd00:10::/64", Gateway: "fd00:10::1"}},
+	{name: "ipv6 /128", spec: NetworkSpec{CIDR: "2001:db8::1/128", Gateway: "2001:db8::1"}},
+	{name: "ipv6 longest", spec: NetworkSpec{CIDR: "2001:db8:1:2:3:4:5:0/112", Gateway: "2001:db8:1:2:3:4:5:1"}},
+
+	{name: "empty", spec: NetworkSpec{}, wantErr: []string{"cidr must be an IPv4 or IPv6 network", "gateway must be an IPv4 or IPv6 address"}},
+	{name: "empty cidr", spec: NetworkSpec{Gateway: "10.0.0.1"}, wantErr: []string{"spec.cidr", "cidr must be an IPv4 or IPv6 network in CIDR notation"}},
+	{name: "empty gateway", spec: NetworkSpec{CIDR: "10.0.0.0/8"}, wantErr: []string{"spec.gateway", "gateway must be an IPv4 or IPv6 address"}},
+	{name: "cidr not a cidr", spec: NetworkSpec{CIDR: "not-a-cidr", Gateway: "10.0.0.1"}, wantErr: []string{"cidr must be an IPv4 or IPv6 network in CIDR notation"}},
+	{name: "cidr without prefix length", spec: NetworkSpec{CIDR: "10.0.0.0", Gateway: "10.0.0.1"}, wantErr: []string{"cidr must be an IPv4 or IPv6 network in CIDR notation"}},
+	{name: "cidr prefix too long", spec: NetworkSpec{CIDR: "10.0.0.0/33", Gateway: "10.0.0.1"}, wantErr: []string{"cidr must be an IPv4 or IPv6 network in CIDR notation"}},
+	{name: "cidr leading zeros", spec: NetworkSpec{CIDR: "010.0.0.0/8", Gateway: "10.0.0.1"}, wantErr: []string{"cidr must be an IPv4 or IPv6 network in CIDR notation"}},
+	{name: "cidr with zone", spec: NetworkSpec{CIDR: "fe80::%eth0/64", Gateway: "fe80::1"}, wantErr: []string{"cidr must be an IPv4 or IPv6 network in CIDR notation"}},
+	{name: "cidr ipv4-mapped ipv6", spec: NetworkSpec{CIDR: "::ffff:10.0.0.0/104", Gateway: "10.0.0.1"}, wantErr: []string{"cidr must be an IPv4 or IPv6 network in CIDR notation"}},
+	{name: "cidr host bits set", spec: NetworkSpec{CIDR: "192.168.0.1/16", Gateway: "192.168.0.2"}, wantErr: []string{"cidr 192.168.0.1/16 has host bits set: write the network address"}},
+	{name: "cidr ipv6 host bits set", spec: NetworkSpec{CIDR: "fd00::1/64", Gateway: "fd00::2"}, wantErr: []string{"cidr fd00::1/64 has host bits set"}},
+	{name: "cidr not canonical", spec: NetworkSpec{CIDR: "FD00:0:0::/64", Gateway: "fd00::1"}, wantErr: []string{"cidr FD00:0:0::/64 is not in canonical form: write IPv6 in lowercase"}},
+	{name: "cidr too long", spec: NetworkSpec{CIDR: "2001:0db8:0000:0000:0000:0000:0000:0000/0128", Gateway: "2001:db8::"}, wantErr: []string{"spec.cidr"}},
+	{name: "gateway not an ip", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "gw.example.com"}, wantErr: []string{"gateway must be an IPv4 or IPv6 address"}},
+	{name: "gateway is a cidr", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1/8"}, wantErr: []string{"gateway must be an IPv4 or IPv6 address"}},
+	{name: "gateway ipv4-mapped", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "::ffff:10.0.0.1"}, wantErr: []string{"gateway must be an IPv4 or IPv6 address"}},
+	{name: "gateway not canonical", spec: NetworkSpec{CIDR: "fd00::/64", Gateway: "FD00::0001"}, wantErr: []string{"gateway FD00::0001 is not in canonical form: write IPv6 in lowercase"}},
+	{name: "gateway too long", spec: NetworkSpec{CIDR: "fd00::/64", Gateway: "fd00:0000:0000:0000:0000:0000:0000:00001"}, wantErr: []string{"spec.gateway"}},
+	{name: "gateway outside", spec: NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "10.0.0.1"}, wantErr: []string{"gateway 10.0.0.1 is outside cidr 192.168.0.0/16: use an address inside the cidr"}},
+	{name: "gateway outside ipv6", spec: NetworkSpec{CIDR: "fd00:10::/64", Gateway: "fd00:11::1"}, wantErr: []string{"gateway fd00:11::1 is outside cidr fd00:10::/64"}},
+	{name: "family mismatch v4 cidr", spec: NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "fd00::1"}, wantErr: []string{"gateway fd00::1 is an IPv6 address but cidr 192.168.0.0/16 is an IPv4 network"}},
+	{name: "family mismatch v6 cidr", spec: NetworkSpec{CIDR: "fd00::/64", Gateway: "192.168.0.1"}, wantErr: []string{"gateway 192.168.0.1 is an IPv4 address but cidr fd00::/64 is an IPv6 network"}},
+}
+
+func TestValidateSpec(t *testing.T) {
+	for _, tc := range specCases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateSpec(tc.spec)
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("ValidateSpec(%+v) = %v, want nil", tc.spec, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ValidateSpec(%+v) = nil, want an error containing %q", tc.spec, tc.wantErr)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("ValidateSpec(%+v) = %q, want it to contain %q", tc.spec, err, want)
+				}
+			}
+		})
+	}
+}
+
+// FuzzValidateSpec checks that ValidateSpec never panics, that what it
+// accepts is usable as is (canonical, gateway inside the cidr), and that it
+// agrees with the API server's validation of the generated CRD (OpenAPI
+// schema + CEL rules) on every input the API server could receive.
+// Run it with: go test ./pkg/apis/samplecrd/v1 -run '^$' -fuzz FuzzValidateSpec
+func FuzzValidateSpec(f *testing.F) {
+	for _, tc := range specCases {
+		f.Add(tc.spec.CIDR, tc.spec.Gateway)
+	}
+	crd := loadCRDValidator(f)
+	f.Fuzz(func(t *testing.T, cidr, gateway string) {
+		spec := NetworkSpec{CIDR: cidr, Gateway: gateway}
+		err := ValidateSpec(spec)
+		if err == nil {
+			p, perr := parseCIDR(cidr)
+			a, aerr := parseIP(gateway)
+			if perr != nil || aerr != nil || p.Masked() != p || p.String() != cidr || a.String() != gateway || !p.Contains(a) {
+				t.Fatalf("ValidateSpec accepted an unusable spec %+v", spec)
+			}
+		} else if err.Error() == "" {
+			t.Fatalf("ValidateSpec(%+v) returned an empty error message", spec)
+		}
+		if !utf8.ValidString(cidr) || !utf8.ValidString(gateway) {
+			return // cannot be sent to the API server as JSON
+		}
+		apiErrs := crd.validate(t, spec, nil)
+		if (err == nil) != (len(apiErrs) == 0) {
+			t.Fatalf("ValidateSpec and the CRD disagree on %+v:\nValidateSpec: %v\nCRD: %v", spec, err, apiErrs.ToAggregate())
+		}
+	})
+}
