@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -120,8 +121,14 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	reg, err := informer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
-			// A resync (same ResourceVersion) is queued too: it re-checks the
-			// backend, which can drift without any Kubernetes event.
+			oldNet, ok1 := oldObj.(*samplecrdv1.Network)
+			newNet, ok2 := newObj.(*samplecrdv1.Network)
+			if ok1 && ok2 && oldNet.ResourceVersion == newNet.ResourceVersion {
+				// A resync: nothing changed in Kubernetes. Backend drift is
+				// found by the periodic backend scan (CollectGarbage), with
+				// one List instead of a Get per Network.
+				return
+			}
 			c.enqueue(newObj)
 		},
 		DeleteFunc: c.enqueue,
@@ -298,19 +305,24 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 	return nil
 }
 
-// CollectGarbage deletes backend networks marked as ours whose Network no
-// longer exists (within this controller's --namespace scope).
+// CollectGarbage scans the backend once (one List): it deletes backend
+// networks marked as ours whose Network no longer exists (within this
+// controller's --namespace scope), and queues every Network whose backend
+// network is missing or differs from its spec (someone changed the backend
+// behind our back).
 func (c *Controller) CollectGarbage(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	nets, err := c.backend.List(ctx)
 	if err != nil {
 		return fmt.Errorf("listing backend networks: %w", err)
 	}
+	inBackend := make(map[types.UID]Network, len(nets))
 	var errs []error
 	for _, n := range nets {
 		if c.namespace != "" && n.Namespace != c.namespace {
 			continue // another manager's scope
 		}
+		inBackend[n.UID] = n
 		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) > 0 {
 			continue
 		}
@@ -326,6 +338,22 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			continue
 		}
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
+	}
+
+	cached, err := c.lister.List(labels.Everything())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing cached networks: %w", err))
+	}
+	for _, obj := range cached {
+		if obj.DeletionTimestamp != nil || !slices.Contains(obj.Finalizers, Finalizer) {
+			continue // being deleted, or not provisioned yet: queued already
+		}
+		b, ok := inBackend[obj.UID]
+		if ok && b.SubnetID != "" && SameCIDR(b.CIDR, obj.Spec.CIDR) && SameIP(b.Gateway, obj.Spec.Gateway) {
+			continue
+		}
+		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
+		c.loop.Queue.Add(cache.MetaObjectToName(obj))
 	}
 	return errors.Join(errs...)
 }

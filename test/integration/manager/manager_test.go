@@ -264,3 +264,56 @@ func podlessPod(ns string) *corev1.Pod {
 		},
 	}
 }
+
+// TestShutdownDrainsInFlightWork: SIGTERM (context cancel) while a sync is
+// in the middle of its API write: the write completes, then Run returns nil.
+func TestShutdownDrainsInFlightWork(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
+	ns := framework.CreateNamespace(t, client)
+
+	inFlight := make(chan struct{})
+	release := make(chan struct{})
+	c := rest.CopyConfig(cfg)
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/ingresses/") {
+				close(inFlight)
+				<-release // no context: the write must not be cancelled by the shutdown
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	o := framework.Options()
+	o.Controllers = []string{"ingress-manager"}
+	o.Namespace = ns
+	m := framework.StartManager(t, c, o)
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{"ingress/http": "nginx"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}
+	if _, err := client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-inFlight
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Stop() }()
+	framework.Eventually(t, timeout, "the shutdown to start", func(context.Context) (bool, error) {
+		return m.CountLogs("Shutting down: waiting for in-flight work") > 0, nil
+	})
+	select {
+	case <-m.Done():
+		t.Fatal("Run returned while a write was in flight")
+	default:
+	}
+	if m.CountLogs("Workers stopped") != 0 {
+		t.Fatal("workers stopped while a write was in flight")
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run returned %v after draining, want nil", err)
+	}
+	if _, err := client.NetworkingV1().Ingresses(ns).Get(context.Background(), "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("the in-flight write did not complete: %v", err)
+	}
+}

@@ -439,3 +439,27 @@ func TestNeutronBackend(t *testing.T) {
 		t.Errorf("neutron not empty after delete: %+v %+v", cloud.Networks(), cloud.Subnets())
 	}
 }
+
+// TestBackendDriftRepaired: someone deletes the backend network behind the
+// controller's back; the periodic backend scan notices and recreates it.
+func TestBackendDriftRepaired(t *testing.T) {
+	mem := memory.New()
+	e := setup(t, mem, func(o *app.Options) { o.NetworkGCInterval = 200 * time.Millisecond })
+	n := e.create(newNetwork("drifty", "10.10.0.0/24", "10.10.0.1"))
+	e.waitReady("drifty", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	got, err := mem.Get(e.ctx, n.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Delete(e.ctx, *got); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "the backend network recreated", func(ctx context.Context) (bool, error) {
+		again, err := mem.Get(ctx, n.UID)
+		return err == nil && again.SubnetID != "" && again.NetworkID != got.NetworkID, nil
+	})
+	framework.Eventually(t, timeout, "status pointing at the new backend network", func(ctx context.Context) (bool, error) {
+		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "drifty", metav1.GetOptions{})
+		return err == nil && cur.Status.NetworkID != got.NetworkID, err
+	})
+}

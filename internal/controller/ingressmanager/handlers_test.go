@@ -1,0 +1,117 @@
+package ingressmanager
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+)
+
+func newTestController(t *testing.T) *Controller {
+	t.Helper()
+	client := fake.NewClientset()
+	c, err := New(context.Background(), &controller.Context{
+		KubeClient:      client,
+		InformerFactory: informers.NewSharedInformerFactory(client, 0),
+		EventRecorder:   func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
+		FieldManager:    "test",
+	}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.loop.Queue.ShutDown)
+	return c
+}
+
+func queued(c *Controller) map[string]bool {
+	out := map[string]bool{}
+	for c.loop.Queue.Len() > 0 {
+		k, _ := c.loop.Queue.Get()
+		out[k.String()] = true
+		c.loop.Queue.Done(k)
+	}
+	return out
+}
+
+// The seed's delete handler type-asserted *Ingress and panicked on a
+// tombstone; these handlers must take anything the informer can deliver.
+func TestDeleteHandlersTakeTombstones(t *testing.T) {
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "owner", UID: "u", Controller: ptr.To(true)}}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc"}}
+	tests := []struct {
+		name    string
+		handler func(c *Controller, obj any)
+		obj     any
+		want    []string
+	}{
+		{"ingress", (*Controller).enqueueIngress, ing, []string{"ns/web", "ns/owner"}},
+		{"ingress tombstone", (*Controller).enqueueIngress, cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: ing}, []string{"ns/web", "ns/owner"}},
+		{"ingress tombstone of a wrong type", (*Controller).enqueueIngress, cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: svc}, nil},
+		{"ingress tombstone without object", (*Controller).enqueueIngress, cache.DeletedFinalStateUnknown{Key: "ns/x"}, nil},
+		{"nil", (*Controller).enqueueIngress, nil, nil},
+		{"service", (*Controller).enqueue, svc, []string{"ns/svc"}},
+		{"service tombstone", (*Controller).enqueue, cache.DeletedFinalStateUnknown{Key: "ns/svc", Obj: svc}, []string{"ns/svc"}},
+		{"service tombstone without object", (*Controller).enqueue, cache.DeletedFinalStateUnknown{Key: "ns/gone"}, []string{"ns/gone"}},
+		{"service garbage", (*Controller).enqueue, 42, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestController(t)
+			tc.handler(c, tc.obj)
+			got := queued(c)
+			if len(got) != len(tc.want) {
+				t.Fatalf("queued %v, want %v", got, tc.want)
+			}
+			for _, k := range tc.want {
+				if !got[k] {
+					t.Errorf("queued %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestUpdateServiceFilter(t *testing.T) {
+	base := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "u1", ResourceVersion: "1",
+		Annotations: map[string]string{"ingress/http": "x", "other": "a"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	mod := func(f func(s *corev1.Service)) *corev1.Service {
+		s := base.DeepCopy()
+		s.ResourceVersion = "2"
+		f(s)
+		return s
+	}
+	tests := []struct {
+		name string
+		new  *corev1.Service
+		want bool
+	}{
+		{"resync of an annotated Service", base.DeepCopy(), true},
+		{"unrelated annotation", mod(func(s *corev1.Service) { s.Annotations["other"] = "b" }), false},
+		{"label", mod(func(s *corev1.Service) { s.Labels = map[string]string{"a": "b"} }), false},
+		{"status", mod(func(s *corev1.Service) { s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}} }), false},
+		{"ingress annotation", mod(func(s *corev1.Service) { s.Annotations["ingress/host"] = "a.example.com" }), true},
+		{"annotation removed", mod(func(s *corev1.Service) { delete(s.Annotations, "ingress/http") }), true},
+		{"ports", mod(func(s *corev1.Service) { s.Spec.Ports[0].Port = 81 }), true},
+		{"recreated", mod(func(s *corev1.Service) { s.UID = "u2" }), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestController(t)
+			c.updateService(base, tc.new)
+			if got := c.loop.Queue.Len() == 1; got != tc.want {
+				t.Errorf("queued = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
