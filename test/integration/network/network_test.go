@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -463,3 +465,44 @@ func TestBackendDriftRepaired(t *testing.T) {
 		return err == nil && cur.Status.NetworkID != got.NetworkID, err
 	})
 }
+
+// TestStatusWriteFailureNeverDuplicates: the backend create succeeds but the
+// status write that records it fails (as if the manager crashed in
+// between); the retry finds the backend network by UID instead of creating
+// a second one.
+func TestStatusWriteFailureNeverDuplicates(t *testing.T) {
+	mem := memory.New()
+	var failed atomic.Int32
+	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
+	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
+		ns: framework.CreateNamespace(t, kube), backend: mem}
+	o := framework.Options()
+	o.Controllers = []string{"network"}
+	o.Namespace = e.ns
+	o.NetworkBackend = mem
+	c := rest.CopyConfig(cfg)
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/status") && failed.Add(1) <= 3 {
+				return nil, errors.New("injected: connection reset before the status write")
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	e.m = framework.StartManager(t, c, o)
+	n := e.create(newNetwork("once", "10.11.0.0/24", "10.11.0.1"))
+	e.waitReady("once", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	if failed.Load() < 3 {
+		t.Fatalf("only %d status writes were attempted; the fault was not exercised", failed.Load())
+	}
+	if s := mem.Stats(); s.Creates != 1 {
+		t.Errorf("backend creates = %d, want 1", s.Creates)
+	}
+	if objs := mem.Objects(); len(objs) != 1 || objs[0].UID != n.UID {
+		t.Errorf("backend holds %+v, want exactly the Network's one", objs)
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
