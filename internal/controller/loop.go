@@ -9,6 +9,7 @@ import (
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -136,6 +137,30 @@ func (l *Loop[T]) Run(ctx context.Context, workers int) {
 	}
 	wg.Wait()
 	logger.Info("Workers stopped")
+}
+
+// RunAfterSync waits for the informer caches (synced), then runs workers
+// like Run. If ctx ends before the caches sync, it shuts the queue down and
+// returns.
+func (l *Loop[T]) RunAfterSync(ctx context.Context, workers int, synced ...cache.InformerSynced) {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", l.Name))
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
+		l.Queue.ShutDown()
+		return
+	}
+	l.Run(ctx, workers)
+}
+
+// EnqueueObject adds the namespace/name key of obj (an object, or the
+// tombstone of a deleted one) to l's queue; an object without a usable key is
+// reported and skipped.
+func EnqueueObject(l *Loop[cache.ObjectName], obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: cannot get the key of %T: %w", l.Name, obj, err))
+		return
+	}
+	l.Queue.Add(key)
 }
 
 // processNext handles one key; it returns false once the queue shut down.

@@ -120,22 +120,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting ingress-manager")
 	defer logger.Info("Stopped ingress-manager")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		c.loop.Queue.ShutDown()
-		return
-	}
-	c.loop.Run(ctx, workers)
+	c.loop.RunAfterSync(ctx, workers, c.synced...)
 }
 
 // enqueue queues a Service's key; it copes with delete tombstones.
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("ingress-manager: cannot get key of %T: %w", obj, err))
-		return
-	}
-	c.loop.Queue.Add(key)
-}
+func (c *Controller) enqueue(obj any) { controller.EnqueueObject(&c.loop, obj) }
 
 // updateService queues a Service when something the sync reads changed:
 // its UID, its ingress/* annotations or its ports. A resync (same

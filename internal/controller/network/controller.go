@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -169,14 +168,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	wg.Wait()
 }
 
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("network: cannot get key of %T: %w", obj, err))
-		return
-	}
-	c.loop.Queue.Add(key)
-}
+func (c *Controller) enqueue(obj any) { controller.EnqueueObject(&c.loop, obj) }
 
 // sync converges one Network: backend network present and equal to the
 // spec, or deleted (then the finalizer released) when the Network is being

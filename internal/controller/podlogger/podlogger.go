@@ -102,21 +102,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting Pod controller")
 	defer logger.Info("Stopping Pod controller")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
-		c.loop.Queue.ShutDown()
-		return
-	}
-	c.loop.Run(ctx, workers)
+	c.loop.RunAfterSync(ctx, workers, c.synced)
 }
 
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("pod-logger: cannot get key of %T: %w", obj, err))
-		return
-	}
-	c.loop.Queue.Add(key)
-}
+func (c *Controller) enqueue(obj any) { controller.EnqueueObject(&c.loop, obj) }
 
 // sync logs the Pod's current state, or its deletion.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
