@@ -5,6 +5,9 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN        := $(CURDIR)/bin
 GO         ?= go
 ARGS       ?=
+# The image `make image` builds (the Deployment in config/ runs controller-manager:latest
+# unless an `images:` entry of the kustomization says otherwise; see README "Deploy").
+IMG        ?= controller-manager:latest
 # Integration tests and `make run` find kube-apiserver and etcd here.
 export KUBEBUILDER_ASSETS ?= $(BIN)
 # How long each fuzz target runs in `make test` (its committed corpus always runs).
@@ -28,6 +31,14 @@ kubectl: ## Build bin/kubectl (v1.36.3) to talk to the `make run` cluster.
 .PHONY: build
 build: ## Build bin/controller-manager.
 	$(GO) build -o $(BIN)/controller-manager ./cmd/controller-manager
+
+.PHONY: image
+image: ## Build the container image IMG (docker build; default controller-manager:latest).
+	docker build -t $(IMG) .
+
+.PHONY: manifests
+manifests: ## Print config/default as `kubectl apply -k config/default` applies it (no kustomize needed).
+	@$(GO) run ./hack/render-manifests config/default
 
 .PHONY: run
 run: build ## Run every controller: against KUBECONFIG or ARGS=--kubeconfig=... if given, else on a local control plane.

@@ -22,6 +22,17 @@ import (
 // another replica may already be writing.
 var ErrStopNow = errors.New("stop at once")
 
+type stopNowKey struct{}
+
+// WithStopNow returns a copy of ctx for Loop.Run that makes the loop stop at
+// once (as with ErrStopNow) when stopNow ends, even after ctx ended and the
+// loop is letting its in-flight syncs finish: a leader that loses its lease
+// while it drains after SIGTERM must not write on, since another replica may
+// already be writing.
+func WithStopNow(ctx, stopNow context.Context) context.Context {
+	return context.WithValue(ctx, stopNowKey{}, stopNow)
+}
+
 // RequeueAfter, returned (or wrapped) by a sync, asks for the key to be
 // synced again after its delay, without the error backoff: for conditions
 // that no retry soon can fix (bad input, a permanent backend error) but a
@@ -100,9 +111,23 @@ func (l *Loop[T]) Run(ctx context.Context, workers int) {
 		drainTimeout = 30 * time.Second
 	}
 	// In-flight syncs outlive ctx (they run to completion during the drain)
-	// but not the drain timeout.
+	// but not the drain timeout, nor the end of a stop-now context.
 	workCtx, cancelWork := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
 	defer cancelWork()
+	if stopNow, ok := ctx.Value(stopNowKey{}).(context.Context); ok {
+		parent := ctx
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(stopNow, func() {
+			cancel(ErrStopNow)
+			if parent.Err() != nil && workCtx.Err() == nil { // draining
+				logger.Info("Stopping at once: cancelling in-flight work", "cause", context.Cause(stopNow))
+			}
+			cancelWork()
+		})
+		defer stop()
+	}
 
 	logger.Info("Starting workers", "count", workers)
 	var wg sync.WaitGroup
@@ -153,9 +178,9 @@ func (l *Loop[T]) RunAfterSync(ctx context.Context, workers int, synced ...cache
 
 // EnqueueObject adds the namespace/name key of obj (an object, or the
 // tombstone of a deleted one) to l's queue; an object without a usable key is
-// reported and skipped.
+// reported and skipped (see ObjectKey).
 func EnqueueObject(l *Loop[cache.ObjectName], obj any) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
+	key, err := ObjectKey(obj)
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("%s: cannot get the key of %T: %w", l.Name, obj, err))
 		return

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -172,13 +173,24 @@ func (c *Controller) enqueueIngress(obj any) {
 		obj = tomb.Obj
 	}
 	ing, ok := obj.(*networkingv1.Ingress)
-	if !ok {
+	if !ok || ing == nil {
 		utilruntime.HandleError(fmt.Errorf("ingress-manager: unexpected object %T in the Ingress informer", obj))
 		return
 	}
-	c.loop.Queue.Add(cache.ObjectName{Namespace: ing.Namespace, Name: ing.Name})
+	key, err := controller.ObjectKey(ing)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("ingress-manager: cannot get the key of an Ingress: %w", err))
+		return
+	}
+	c.loop.Queue.Add(key)
 	if ref := metav1.GetControllerOfNoCopy(ing); ref != nil && isServiceRef(ref) && ref.Name != ing.Name {
-		c.loop.Queue.Add(cache.ObjectName{Namespace: ing.Namespace, Name: ref.Name})
+		// An owner reference's name is not validated by the API server.
+		owner := cache.ObjectName{Namespace: ing.Namespace, Name: ref.Name}
+		if err := controller.CheckKey(owner); err != nil {
+			utilruntime.HandleError(fmt.Errorf("ingress-manager: Ingress %s has a controller reference to an impossible Service: %w", key, err))
+			return
+		}
+		c.loop.Queue.Add(owner)
 	}
 }
 
@@ -297,7 +309,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, desired, li
 	if live != nil {
 		ac.WithUID(live.UID)
 	}
-	_, err := c.client.NetworkingV1().Ingresses(desired.Namespace).Apply(ctx, ac,
+	out, err := c.client.NetworkingV1().Ingresses(desired.Namespace).Apply(ctx, ac,
 		metav1.ApplyOptions{FieldManager: c.fieldManager, Force: force})
 	if err != nil {
 		verb := "updating"
@@ -305,6 +317,23 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, desired, li
 			verb = "creating"
 		}
 		return fmt.Errorf("%s ingress %s/%s: %w", verb, desired.Namespace, desired.Name, err)
+	}
+	if live == nil && writtenByOthers(out, c.fieldManager) {
+		// The Ingress existed after all: someone created it after our cache
+		// was read, with exactly the values we apply, so the unforced apply
+		// merged into it without a conflict. It is not ours: give back what
+		// the apply added (an empty apply drops the fields only we own, i.e.
+		// our owner reference), then report it like any foreign Ingress.
+		release := networkingv1ac.Ingress(out.Name, out.Namespace).WithUID(out.UID)
+		if _, err := c.client.NetworkingV1().Ingresses(out.Namespace).Apply(ctx, release,
+			metav1.ApplyOptions{FieldManager: c.fieldManager}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("releasing ingress %s/%s created by someone else meanwhile: %w", out.Namespace, out.Name, err)
+		}
+		klog.FromContext(ctx).Info("Ingress appeared meanwhile, created by someone else: released it", "ingress", klog.KObj(out))
+		c.warnOnce(svc, ReasonIngressExists, fmt.Sprintf(
+			"Ingress %s/%s was created by someone else while this Service was being reconciled; it is left untouched. Delete or rename it, or remove the %s annotation",
+			out.Namespace, out.Name, AnnotationHTTP))
+		return nil
 	}
 	if live == nil {
 		klog.FromContext(ctx).Info("Created Ingress", "ingress", klog.KObj(desired))
@@ -314,6 +343,17 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, desired, li
 		c.recorder.Eventf(svc, corev1.EventTypeNormal, ReasonIngressUpdated, "Updated Ingress %s", desired.Name)
 	}
 	return nil
+}
+
+// writtenByOthers reports whether a field manager other than ours has
+// written ing: an object our create-apply made has our entry only.
+func writtenByOthers(ing *networkingv1.Ingress, fieldManager string) bool {
+	for _, e := range ing.ManagedFields {
+		if e.Manager != fieldManager {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteIngress deletes ing, with its UID as a precondition so that a

@@ -16,7 +16,7 @@ import (
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
 
-func newTestController(t *testing.T) *Controller {
+func newTestController(t testing.TB) *Controller {
 	t.Helper()
 	client := fake.NewClientset()
 	c, err := New(context.Background(), &controller.Context{

@@ -2,7 +2,8 @@
 // against: etcd and kube-apiserver built by the project into bin/ (see
 // hack/build-tools.sh), started on 127.0.0.1 by controller-runtime's envtest,
 // with the project's CRDs (config/crd) installed. One control plane serves a
-// whole test package (start it from TestMain with Main).
+// whole test package (start it from TestMain with Main). Managers run as the
+// ServiceAccount of config/default, with exactly its RBAC (see rbac.go).
 package framework
 
 import (
@@ -75,13 +76,21 @@ func dirExists(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// Main starts the control plane, stores its admin config in *cfg, runs the
-// package's tests and stops the control plane. Call it from TestMain:
+// Main starts the control plane, installs the manager's Namespace,
+// ServiceAccount and RBAC from config/default, stores the admin config in
+// *cfg, runs the package's tests and stops the control plane. Call it from
+// TestMain:
 //
 //	var cfg *rest.Config
 //	func TestMain(m *testing.M) { framework.Main(m, &cfg) }
 func Main(m *testing.M, cfg **rest.Config) {
 	os.Exit(run(m, cfg))
+}
+
+// Run is Main without the exit: it returns the exit code, for a TestMain
+// that has more to clean up afterwards.
+func Run(m *testing.M, cfg **rest.Config) int {
+	return run(m, cfg)
 }
 
 func run(m *testing.M, cfg **rest.Config) int {
@@ -90,6 +99,10 @@ func run(m *testing.M, cfg **rest.Config) int {
 		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1
 	}
+	// As in hardened clusters: setting blockOwnerDeletion in an owner
+	// reference needs update on the owner's finalizers (config/rbac grants
+	// services/finalizers for it; without this plugin nothing would check).
+	env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	c, err := env.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration: starting control plane:", err)
@@ -101,6 +114,15 @@ func run(m *testing.M, cfg **rest.Config) int {
 			fmt.Fprintln(os.Stderr, "integration: stopping control plane:", err)
 		}
 	}()
+	// The manager runs as config/default's ServiceAccount (StartManager):
+	// install its Namespace, ServiceAccount and RBAC.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := InstallManagerRBAC(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: installing the manager's RBAC from config/default:", err)
+		return 1
+	}
+	adminConfig = rest.CopyConfig(c)
 	*cfg = c
 	return m.Run()
 }

@@ -5,7 +5,9 @@ package ingressmanager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -555,3 +557,61 @@ func TestResyncWritesNothing(t *testing.T) {
 		t.Errorf("writes during resyncs = %d, want 0 (%s)", got, e.writes)
 	}
 }
+
+// TestForeignIngressAppearingDuringCreateIsReleased forces the race in
+// which someone creates the same-named Ingress, with exactly the values the
+// controller applies, after the controller read its cache and before its
+// create reaches the API server: the unforced apply merges without a
+// conflict, and the controller must give the object back untouched.
+func TestForeignIngressAppearingDuringCreateIsReleased(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
+	ns := framework.CreateNamespace(t, client)
+	var raced atomic.Bool
+	c := rest.CopyConfig(cfg)
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/ingresses/web") && raced.CompareAndSwap(false, true) {
+				// Someone else creates the very Ingress the controller is about to create.
+				foreign := &networkingv1.Ingress{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+					Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
+						Host: "example.com",
+						IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+							Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
+								Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+									Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
+						}},
+					}}},
+				}
+				if _, err := client.NetworkingV1().Ingresses(ns).Create(req.Context(), foreign, metav1.CreateOptions{FieldManager: "someone-else"}); err != nil {
+					return nil, err
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	o := framework.Options()
+	o.Controllers = []string{"ingress-manager"}
+	o.Namespace = ns
+	m := framework.StartManager(t, c, o)
+	e := &env{t: t, ctx: context.Background(), client: client, ns: ns, m: m}
+	e.createService(seedService(ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "created by someone else")
+	if !raced.Load() {
+		t.Fatal("the race was not exercised")
+	}
+	framework.Eventually(t, timeout, "the foreign Ingress to be left as its creator made it", func(ctx context.Context) (bool, error) {
+		ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(ing.OwnerReferences) != 0 {
+			return false, fmt.Errorf("owner references %v remain on the foreign Ingress", ing.OwnerReferences)
+		}
+		return true, nil
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -166,13 +166,14 @@ func TestReadyOnlyAfterCachesSync(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 
-	// Hold the Pod LIST until the test lets it through, so that the
-	// informer cannot sync.
+	// Hold every Pod LIST and WATCH until the test lets them through, so that
+	// the informer cannot sync (client-go may stream the initial list over a
+	// watch instead of listing).
 	gate := make(chan struct{})
 	c := rest.CopyConfig(cfg)
 	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") && req.URL.Query().Get("watch") == "" {
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") {
 				select {
 				case <-gate:
 				case <-req.Context().Done():

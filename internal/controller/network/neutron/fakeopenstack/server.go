@@ -164,6 +164,7 @@ type Server struct {
 	failNext []int // statuses of the next Neutron API requests
 	routes   map[string]*routeFault
 	counts   map[string]int
+	created  []Network // every network created through the API
 }
 
 type routeFault struct {
@@ -362,6 +363,15 @@ func (s *Server) ResetCounts() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts = map[string]int{}
+}
+
+// CreatedNetworks returns every network created through the API, as it was
+// created, in order, including the ones deleted since: a client that
+// created two networks for one object shows here even after it deleted one.
+func (s *Server) CreatedNetworks() []Network {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.created)
 }
 
 // --- direct state access, as an operator (or another tool) would see it ---
@@ -1121,6 +1131,7 @@ func (s *Server) postNetwork(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	n := s.createNetwork(name, desc, adminUp, tags)
 	view := s.networkView(n)
+	s.created = append(s.created, s.networkView(n))
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"network": view})
 }

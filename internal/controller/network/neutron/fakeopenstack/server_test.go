@@ -241,6 +241,10 @@ func TestNetworksSubnetsAndTags(t *testing.T) {
 	if srv.Count("DELETE /v2.0/networks/{id}") != 3 || srv.Count("POST /v2.0/subnets") != 3 {
 		t.Fatalf("counts = %v", srv.Counts())
 	}
+	// The deleted network stays in the history of creates.
+	if created := srv.CreatedNetworks(); len(created) == 0 || created[0].ID != n1 {
+		t.Errorf("CreatedNetworks() = %+v, want the deleted network %s first", created, n1)
+	}
 }
 
 func TestPaging(t *testing.T) {
