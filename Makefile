@@ -66,6 +66,16 @@ test: tools verify ## Run every check, unit and integration test (real kube-apis
 	$(GO) test $(TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
+# Objects per phase of `make bench`; BENCH_ARGS passes more flags to the
+# harness (`go run ./test/bench/cmd/bench -h` lists them).
+N          ?= 1000
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: ## Measure the controllers against the API server's own limit on a fresh local control plane (N=1000; `make bench N=10000`); table on stdout, JSON in bench-results/.
+	hack/build-tools.sh kube-apiserver etcd
+	$(GO) run ./test/bench/cmd/bench -n $(N) $(BENCH_ARGS)
+
 .PHONY: clean
 clean: ## Remove built binaries and local run state.
 	rm -rf $(BIN) .run

@@ -1,6 +1,8 @@
 package ingressmanager
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -8,9 +10,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // ApplyConfiguration returns the server-side-apply configuration of desired:
@@ -191,4 +195,22 @@ func IsControlledBy(ing *networkingv1.Ingress, svc *corev1.Service) bool {
 		ref.APIVersion == corev1.SchemeGroupVersion.String() &&
 		ref.Kind == "Service" &&
 		ref.UID == svc.UID
+}
+
+// applyIngress sends ac by server-side apply, as the typed client's Apply
+// does, but without server-side field validation: ac is built from typed Go
+// structs, so it cannot carry unknown or duplicate fields, and validating it
+// costs the API server a second YAML parse of every apply (about 6% of the
+// API server's CPU per apply, in a profile taken under `make bench`).
+func applyIngress(ctx context.Context, client kubernetes.Interface, ac *networkingv1ac.IngressApplyConfiguration, opts metav1.ApplyOptions) (*networkingv1.Ingress, error) {
+	if ac == nil || ac.ObjectMetaApplyConfiguration == nil || ac.Name == nil || ac.Namespace == nil {
+		return nil, errors.New("ingress apply configuration without name or namespace")
+	}
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the apply configuration of ingress %s/%s: %w", *ac.Namespace, *ac.Name, err)
+	}
+	patchOpts := opts.ToPatchOptions()
+	patchOpts.FieldValidation = metav1.FieldValidationIgnore
+	return client.NetworkingV1().Ingresses(*ac.Namespace).Patch(ctx, *ac.Name, types.ApplyPatchType, data, patchOpts)
 }

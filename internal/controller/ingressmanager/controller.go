@@ -309,8 +309,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, desired, li
 	if live != nil {
 		ac.WithUID(live.UID)
 	}
-	out, err := c.client.NetworkingV1().Ingresses(desired.Namespace).Apply(ctx, ac,
-		metav1.ApplyOptions{FieldManager: c.fieldManager, Force: force})
+	out, err := applyIngress(ctx, c.client, ac, metav1.ApplyOptions{FieldManager: c.fieldManager, Force: force})
 	if err != nil {
 		verb := "updating"
 		if live == nil {

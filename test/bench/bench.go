@@ -1,0 +1,335 @@
+// Package bench is the benchmark suite of `make bench`: it measures the
+// controllers against the API server's own limit on a fresh local control
+// plane (envtest: the project's kube-apiserver and etcd on 127.0.0.1).
+//
+//   - limit: a direct client (protobuf, no client-side rate limit) creates,
+//     updates and deletes N Ingresses like the ones ingress-manager writes,
+//     at several concurrencies; L is the best creates/s;
+//   - ingress-manager, as the real controller-manager binary in its own
+//     process: cold start, annotation removal, re-add, recreate after the
+//     Ingresses are deleted, restart and idle write counts, steady-state
+//     event -> Ingress latency under an open-loop generator, all observed by
+//     an independent watch;
+//   - network, in-process on the memory backend with injected latency:
+//     Networks/s to Ready against the worker count;
+//   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N.
+//
+// API writes come from the API server's apiserver_request_total. Benchmarks
+// report; they never fail on a timing.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	// N is the number of objects (Services, Ingresses) of each phase.
+	N int
+	// Concurrencies of the limit phase.
+	Concurrencies []int
+	// ManagerBinary is a built controller-manager; empty: build one.
+	ManagerBinary string
+	// BuildFlags are extra `go build` flags for the manager (e.g. -race).
+	BuildFlags []string
+	// ManagerArgs are extra controller-manager flags for every
+	// ingress-manager run (e.g. --ingress-manager-workers=32).
+	ManagerArgs []string
+	// RestartWindow is how long writes are counted after a restart.
+	RestartWindow time.Duration
+	// IdleWindow is how long writes are counted when idle, with the
+	// informers resyncing every IdleResync.
+	IdleWindow, IdleResync time.Duration
+	// SteadyRates are the fixed event rates (per second) of the steady
+	// state; SteadyLFraction adds the rate fraction*L (0: none).
+	SteadyRates     []float64
+	SteadyLFraction float64
+	// SteadyWindow is how long the generator runs at each rate.
+	SteadyWindow time.Duration
+	// Networks is the number of Networks of each network case.
+	Networks         int
+	NetworkLatencies []time.Duration
+	NetworkWorkers   []int
+	// GCWait bounds the wait for a garbage collection of the manager
+	// after the state to measure was reached (the Go runtime forces one
+	// every 2 minutes). 0: read the heap as of the last GC, whenever it was.
+	GCWait time.Duration
+	// Settle is the interval at which the API server's write counters are
+	// read until they stop moving, after a phase converged.
+	Settle time.Duration
+	// PhaseTimeout bounds every wait; 0: derived from N.
+	PhaseTimeout time.Duration
+	// Skip names phases not to run: "steady", "network".
+	Skip map[string]bool
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+// DefaultConfig is the configuration of `make bench`.
+func DefaultConfig(n int) Config {
+	return Config{
+		N:                n,
+		Concurrencies:    []int{1, 4, 16, 64},
+		RestartWindow:    60 * time.Second,
+		IdleWindow:       30 * time.Second,
+		IdleResync:       5 * time.Second,
+		SteadyRates:      []float64{10, 50},
+		SteadyLFraction:  0.5,
+		SteadyWindow:     10 * time.Second,
+		Networks:         256,
+		NetworkLatencies: []time.Duration{0, 10 * time.Millisecond, 100 * time.Millisecond},
+		NetworkWorkers:   []int{1, 4, 16, 64},
+		GCWait:           150 * time.Second,
+		Settle:           time.Second,
+	}
+}
+
+func (c *Config) phaseTimeout() time.Duration {
+	if c.PhaseTimeout > 0 {
+		return c.PhaseTimeout
+	}
+	return 2*time.Minute + time.Duration(c.N)*30*time.Millisecond
+}
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+}
+
+// Namespaces of the benchmark.
+const (
+	limitNamespace = "bench-limit"
+	benchNamespace = "bench"
+)
+
+// run is the state of one benchmark run.
+type run struct {
+	cfg        *Config
+	res        *Result
+	admin      *rest.Config // protobuf, no client-side limit
+	client     kubernetes.Interface
+	env        *envtest.Environment
+	envStarted bool // env is to be stopped
+	tmp        string
+	managerBin string
+	kubeconfig string
+	l          float64
+	// createCPUms is the control plane CPU per create at L.
+	createCPUms float64
+	// w is the independent watcher of the ingress-manager phases.
+	w *watcher
+	// empty is the N=0 manager, started before the limit phase.
+	empty       *managerProcess
+	emptyCycles float64
+}
+
+// Run runs the benchmark. It starts a fresh control plane and stops
+// everything it started (processes, control plane, temporary files) before
+// returning, also on error and when ctx is cancelled (Ctrl-C). The partial
+// result is returned with the error.
+func Run(ctx context.Context, cfg Config) (res *Result, err error) {
+	if cfg.N < 1 {
+		return nil, fmt.Errorf("n must be at least 1, got %d", cfg.N)
+	}
+	r := &run{cfg: &cfg, res: newResult(cfg)}
+	res = r.res
+	defer func() {
+		r.res.Machine.LoadEnd = loadAvg1()
+		r.res.Finished = time.Now().UTC()
+		r.res.DurationSeconds = r.res.Finished.Sub(r.res.Started).Seconds()
+		if err != nil {
+			r.res.Error = err.Error()
+		}
+		r.res.computeTargets()
+	}()
+
+	if r.tmp, err = os.MkdirTemp("", "bench-"); err != nil {
+		return res, fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	defer os.RemoveAll(r.tmp)
+
+	if err := r.buildManager(ctx); err != nil {
+		return res, err
+	}
+	defer func() {
+		if !r.envStarted {
+			return
+		}
+		cfg.logf("stopping the control plane")
+		if stopErr := r.env.Stop(); stopErr != nil && err == nil {
+			err = fmt.Errorf("stopping the control plane: %w", stopErr)
+		}
+	}()
+	if err := r.startControlPlane(ctx); err != nil {
+		return res, err
+	}
+
+	defer func() {
+		if stopErr := r.empty.stop(stopTimeout); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	for _, phase := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"manager at N=0", r.startEmpty},
+		{"limit", r.limit},
+		{"ingress-manager", r.ingressManager},
+		{"network", r.network},
+	} {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("interrupted before the %s phase: %w", phase.name, context.Cause(ctx))
+		}
+		if cfg.Skip[phase.name] {
+			continue
+		}
+		cfg.logf("=== %s", phase.name)
+		if err := phase.run(ctx); err != nil {
+			return res, fmt.Errorf("%s: %w", phase.name, err)
+		}
+	}
+	return res, nil
+}
+
+// buildManager builds the real controller-manager binary (unless given).
+func (r *run) buildManager(ctx context.Context) error {
+	if r.cfg.ManagerBinary != "" {
+		r.managerBin = r.cfg.ManagerBinary
+		return nil
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	r.managerBin = filepath.Join(r.tmp, "controller-manager")
+	args := append([]string{"build"}, r.cfg.BuildFlags...)
+	args = append(args, "-o", r.managerBin, "./cmd/controller-manager")
+	r.cfg.logf("building the manager: go %s", strings.Join(args, " "))
+	buildCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(buildCtx, goBin, args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building controller-manager: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// startControlPlane starts etcd and kube-apiserver with the project's CRDs
+// and writes an admin kubeconfig for the manager process.
+func (r *run) startControlPlane(ctx context.Context) error {
+	env, err := framework.Environment()
+	if err != nil {
+		return err
+	}
+	r.env = env
+	r.cfg.logf("starting etcd and kube-apiserver")
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	r.envStarted = true
+	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the manager's user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("writing the manager's kubeconfig: %w", err)
+	}
+	r.kubeconfig = filepath.Join(r.tmp, "kubeconfig")
+	if err := os.WriteFile(r.kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	r.admin = directConfig(cfg)
+	if r.client, err = kubernetes.NewForConfig(r.admin); err != nil {
+		return err
+	}
+	v, err := r.client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the API server version: %w", err)
+	}
+	r.res.Versions.KubeAPIServer = v.GitVersion
+	r.res.Versions.Etcd = etcdVersion(ctx, filepath.Join(env.BinaryAssetsDirectory, "etcd"))
+	for _, ns := range []string{limitNamespace, benchNamespace} {
+		if err := createNamespace(ctx, r.client, ns); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// counts reads the API server's request counters and the control plane's CPU.
+func (r *run) counts(ctx context.Context) (requestCounts, error) {
+	etcd := ""
+	if u := r.env.ControlPlane.Etcd.URL; u != nil {
+		etcd = u.String() + "/metrics"
+	}
+	return apiRequests(ctx, r.client.CoreV1().RESTClient(), etcd)
+}
+
+// directConfig is cfg for a client with no client-side rate limit that
+// speaks protobuf: the fastest a client can drive the API server.
+func directConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS = -1
+	c.Burst = 0
+	c.ContentType = "application/vnd.kubernetes.protobuf"
+	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	c.UserAgent = "bench"
+	return c
+}
+
+var etcdVersionRE = regexp.MustCompile(`etcd Version:\s*(\S+)`)
+
+func etcdVersion(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	if m := etcdVersionRE.FindSubmatch(out); m != nil {
+		return "v" + strings.TrimPrefix(string(m[1]), "v")
+	}
+	return "unknown"
+}
+
+// percentile returns the p-th percentile (0..100) of sorted durations,
+// nearest-rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	if rank < 1 {
+		rank = 1
+	}
+	if rank > len(sorted) {
+		rank = len(sorted)
+	}
+	return sorted[rank-1]
+}

@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// managerBuildFlags are the go build flags of the smoke test's manager.
+var managerBuildFlags []string
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestSmoke runs the whole benchmark at N=20 with short windows, so that
+// the harness cannot rot: every phase must complete and produce sane
+// figures (no timing is checked).
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane and builds the manager")
+	}
+	const n = 20
+	cfg := Config{
+		N:                n,
+		Concurrencies:    []int{1, 4},
+		BuildFlags:       managerBuildFlags,
+		RestartWindow:    3 * time.Second,
+		IdleWindow:       2 * time.Second,
+		IdleResync:       500 * time.Millisecond,
+		SteadyRates:      []float64{20},
+		SteadyLFraction:  0.05,
+		SteadyWindow:     time.Second,
+		Networks:         5,
+		NetworkLatencies: []time.Duration{0, 10 * time.Millisecond},
+		NetworkWorkers:   []int{1, 4},
+		Settle:           200 * time.Millisecond,
+		PhaseTimeout:     2 * time.Minute,
+		Log:              testWriter{t},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("bench run failed: %v", err)
+	}
+
+	if !strings.HasPrefix(res.Versions.KubeAPIServer, "v1.") || !strings.HasPrefix(res.Versions.Etcd, "v3.") || res.Versions.ManagerGo == "" {
+		t.Errorf("versions = %+v", res.Versions)
+	}
+	if res.Machine.Cores < 1 || res.Machine.RAMBytes <= 0 || res.Machine.LoadStart < 0 || res.Machine.LoadEnd < 0 {
+		t.Errorf("machine = %+v", res.Machine)
+	}
+
+	lim := res.Limit
+	for name, rates := range map[string][]Rate{"creates": lim.Creates, "updates": lim.Updates, "deletes": lim.Deletes} {
+		if len(rates) != len(cfg.Concurrencies) {
+			t.Errorf("limit %s: %d rates, want one per concurrency %v", name, len(rates), cfg.Concurrencies)
+		}
+		for _, r := range rates {
+			if r.Objects != n || !(r.PerSecond > 0) {
+				t.Errorf("limit %s: %+v, want %d objects at a positive rate", name, r, n)
+			}
+		}
+	}
+	if !(lim.L > 0 && lim.LUpdate > 0 && lim.LDelete > 0 && lim.LApply > 0) {
+		t.Errorf("limits = %+v, want all positive", lim)
+	}
+
+	// Every Ingress needs at least one write: fewer means the counting is
+	// broken (the controller's own tests check the exact counts).
+	wantPhases := []string{"cold", "remove", "re-add", "recreate"}
+	if len(res.Ingress.Phases) != len(wantPhases) {
+		t.Fatalf("phases = %+v, want %v", res.Ingress.Phases, wantPhases)
+	}
+	for i, p := range res.Ingress.Phases {
+		if p.Name != wantPhases[i] || !(p.Seconds > 0) || !(p.Ratio > 0) || p.WritesPerObject < 1 {
+			t.Errorf("phase %d = %+v, want %s with a positive time and at least 1 Ingress write per object", i, p, wantPhases[i])
+		}
+	}
+	if cold := res.Ingress.Phases[0]; !(cold.CacheSyncSeconds > 0) || cold.IngressWrites["APPLY"] < n {
+		t.Errorf("cold = %+v, want a time to caches synced and at least %d applies", cold, n)
+	}
+	if rs := res.Ingress.Restart; rs.Seconds < cfg.RestartWindow.Seconds() || rs.Syncs < n {
+		t.Errorf("restart = %+v, want a %v window in which the manager synced all %d Services", rs, cfg.RestartWindow, n)
+	}
+	if idle := res.Ingress.Idle; idle.Seconds < cfg.IdleWindow.Seconds() || idle.Syncs < n {
+		t.Errorf("idle = %+v, want a %v window with at least one resync of the %d Services", idle, cfg.IdleWindow, n)
+	}
+	if len(res.Ingress.Steady) != 2 {
+		t.Errorf("steady = %+v, want 2 rates (20/s and 0.05 L)", res.Ingress.Steady)
+	}
+	for _, s := range res.Ingress.Steady {
+		if s.Events < 1 || s.Missing != 0 || !(s.AchievedRate > 0) || s.P50ms > s.P99ms || s.P99ms > s.Maxms || s.WritesPerEvent < 1 {
+			t.Errorf("steady = %+v, want every event to yield an Ingress, and ordered percentiles", s)
+		}
+	}
+
+	mem := res.Memory
+	for name, h := range map[string]Heap{"N=0": mem.Empty, "Services": mem.Services, "full": mem.Full} {
+		if h.PeakRSS <= 0 || h.RSS <= 0 || h.HeapLive <= 0 || h.HeapInuse <= 0 || h.HeapAlloc <= 0 {
+			t.Errorf("memory %s = %+v, want positive figures", name, h)
+		}
+	}
+
+	if len(res.Network) != len(cfg.NetworkLatencies)*len(cfg.NetworkWorkers) {
+		t.Errorf("network = %+v, want one case per latency and worker count", res.Network)
+	}
+	for _, c := range res.Network {
+		if c.Networks != cfg.Networks || !(c.PerSecond > 0) || c.WritesPerNetwork < 1 {
+			t.Errorf("network case %+v, want %d Networks at a positive rate with at least one write each", c, cfg.Networks)
+		}
+	}
+	if len(res.Targets) < 5 {
+		t.Errorf("targets = %+v, want every target of the issue evaluated", res.Targets)
+	}
+
+	// JSON written and parseable, with the same figures.
+	path, err := res.WriteJSON(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("results JSON does not parse: %v", err)
+	}
+	if back.N != n || back.Limit.L != lim.L || len(back.Ingress.Phases) != len(wantPhases) || back.Memory.Full.HeapLive != mem.Full.HeapLive {
+		t.Errorf("JSON round trip lost figures: %s", b)
+	}
+	var table bytes.Buffer
+	res.WriteTable(&table)
+	for _, want := range []string{"**L** (best)", "cold", "steady state", "per cached Service", "Networks/s", "target"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	t.Logf("\n%s", table.String())
+}

@@ -1,0 +1,139 @@
+// Command bench runs the benchmark suite (`make bench`): it starts a fresh
+// local control plane, measures the API server's limit and the controllers
+// against it, prints a table and writes the figures as JSON to
+// <out>/<UTC timestamp>.json (an incomplete run goes to <out>/tmp/).
+//
+// Usage: go run ./test/bench/cmd/bench [-n 1000] [-out bench-results] [flags]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kube-sample/controller-manager/test/bench"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func run() int {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	n := flag.Int("n", 1000, "Number of objects (Services, Ingresses) per phase.")
+	cfg := bench.DefaultConfig(0)
+	out := flag.String("out", filepath.Join(root, "bench-results"), "Directory of the JSON results; a complete run replaces the earlier <timestamp>.json files there.")
+	keep := flag.Bool("keep", false, "Keep earlier results in -out.")
+	table := flag.String("table", "", "Only print the table of this results file (no run).")
+	var managerArgs listFlag
+	flag.Var(&managerArgs, "manager-arg", "Extra controller-manager flag for the ingress-manager runs (repeatable), e.g. -manager-arg=--ingress-manager-workers=32.")
+	flag.StringVar(&cfg.ManagerBinary, "manager", "", "A built controller-manager binary; default: build ./cmd/controller-manager.")
+	flag.DurationVar(&cfg.RestartWindow, "restart-window", cfg.RestartWindow, "How long writes are counted after a restart on converged state.")
+	flag.DurationVar(&cfg.IdleWindow, "idle-window", cfg.IdleWindow, "How long writes are counted when idle.")
+	flag.DurationVar(&cfg.IdleResync, "idle-resync", cfg.IdleResync, "The manager's --resync-period in the restart and idle windows.")
+	flag.DurationVar(&cfg.SteadyWindow, "steady-window", cfg.SteadyWindow, "How long the steady-state generator runs at each rate.")
+	flag.IntVar(&cfg.Networks, "networks", cfg.Networks, "Networks per network case.")
+	conc := flag.String("concurrency", "1,4,16,64", "Client concurrencies of the limit phase.")
+	skip := flag.String("skip", "", "Comma-separated phases not to run: steady, network (for quick tuning runs).")
+	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())
+		return 2
+	}
+	if *table != "" {
+		b, err := os.ReadFile(*table)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		var res bench.Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", *table, err)
+			return 1
+		}
+		res.WriteTable(os.Stdout)
+		return 0
+	}
+	cfg.N = *n
+	cfg.Concurrencies = nil
+	for _, c := range strings.Split(*conc, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || v < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -concurrency: %q is not a positive integer\n", c)
+			return 2
+		}
+		cfg.Concurrencies = append(cfg.Concurrencies, v)
+	}
+	cfg.Skip = map[string]bool{}
+	for _, s := range strings.Split(*skip, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "":
+		case "steady", "network":
+			cfg.Skip[s] = true
+		default:
+			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (steady, network)\n", s)
+			return 2
+		}
+	}
+	cfg.ManagerArgs = managerArgs
+	cfg.Log = os.Stderr
+
+	// Ctrl-C or SIGTERM stops the run; everything started is stopped and
+	// removed before exiting.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	res, err := bench.Run(ctx, cfg)
+	if res == nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	res.WriteTable(os.Stdout)
+	dir := *out
+	if err != nil {
+		dir = filepath.Join(*out, "tmp")
+	}
+	path, werr := res.WriteJSON(dir)
+	if werr != nil {
+		fmt.Fprintln(os.Stderr, "bench: writing results:", werr)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: incomplete run (partial results in %s): %v\n", path, err)
+		return 1
+	}
+	if !*keep {
+		removeOlder(*out, path)
+	}
+	fmt.Fprintf(os.Stderr, "bench: results written to %s (%s)\n", path, time.Since(res.Started).Round(time.Second))
+	return 0
+}
+
+// removeOlder removes the earlier <timestamp>.json results of dir.
+func removeOlder(dir, keep string) {
+	old, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	for _, p := range old {
+		if p != keep {
+			_ = os.Remove(p)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// managerProcess is the real controller-manager binary, run as a separate
+// process against the benchmark's control plane.
+type managerProcess struct {
+	name       string
+	cmd        *exec.Cmd
+	logPath    string
+	metricsURL string
+	readyURL   string
+	started    time.Time
+	exited     chan struct{}
+	waitErr    error
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startManager starts the manager with ingress-manager only, scoped to the
+// benchmark namespace, serving metrics and health on free loopback ports;
+// its output goes to <tmp>/<name>.log.
+func (r *run) startManager(name string, extra ...string) (*managerProcess, error) {
+	mp, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	hp, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + r.kubeconfig,
+		"--controllers=ingress-manager",
+		"--namespace=" + benchNamespace,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mp),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hp),
+	}
+	args = append(args, r.cfg.ManagerArgs...)
+	args = append(args, extra...)
+	p := &managerProcess{
+		name:       name,
+		logPath:    filepath.Join(r.tmp, name+".log"),
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mp),
+		readyURL:   fmt.Sprintf("http://127.0.0.1:%d/readyz", hp),
+		exited:     make(chan struct{}),
+	}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(r.managerBin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	// Own process group (a terminal's Ctrl-C reaches the harness, which
+	// stops the manager itself); killed if the harness dies.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r.cfg.logf("starting manager %s: %s", name, strings.Join(args[1:], " "))
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting the manager: %w", err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// stop sends SIGTERM and waits for the manager to exit (SIGKILL after
+// timeout). It is safe to call more than once.
+func (p *managerProcess) stop(timeout time.Duration) error {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.exited:
+		return p.exitError()
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return p.exitError()
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("manager %s did not stop within %v after SIGTERM: killed", p.name, timeout)
+	}
+}
+
+func (p *managerProcess) exitError() error {
+	if p.waitErr != nil {
+		return fmt.Errorf("manager %s: %w (log: %s)", p.name, p.waitErr, p.logTail())
+	}
+	return nil
+}
+
+// logTail returns the end of the manager's log, for error messages.
+func (p *managerProcess) logTail() string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	const max = 2000
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// errIfExited fails when the manager is no longer running.
+func (p *managerProcess) errIfExited() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("manager %s exited unexpectedly: %v; log ends with:\n%s", p.name, p.waitErr, p.logTail())
+	default:
+		return nil
+	}
+}
+
+// waitReady polls /readyz until it answers 200 and returns when it did.
+func (p *managerProcess) waitReady(ctx context.Context) (time.Time, error) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := p.errIfExited(); err != nil {
+			return time.Time{}, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.readyURL, nil)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Now(), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("manager %s not ready: %w", p.name, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *managerProcess) metrics(ctx context.Context) (metrics, error) {
+	if err := p.errIfExited(); err != nil {
+		return nil, err
+	}
+	return scrape(ctx, p.metricsURL)
+}
+
+// counters are cumulative figures of the manager process.
+type counters struct{ cpu, rateLimited float64 }
+
+func (p *managerProcess) counters(ctx context.Context) (counters, error) {
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return counters{}, err
+	}
+	return counters{
+		cpu:         m.sum("process_cpu_seconds_total", nil),
+		rateLimited: m.sum("rest_client_rate_limiter_duration_seconds_sum", nil),
+	}, nil
+}
+
+// syncs is the number of ingress-manager reconciliations so far.
+func (p *managerProcess) syncs(ctx context.Context) (int64, error) {
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(m.sum("controller_reconcile_total", map[string]string{"controller": "ingress-manager"})), nil
+}
+
+// idle waits until the manager's queue is empty and nothing is in flight.
+func (p *managerProcess) idle(ctx context.Context) error {
+	for {
+		m, err := p.metrics(ctx)
+		if err != nil {
+			return err
+		}
+		sel := map[string]string{"name": "ingress-manager"}
+		if m.has("workqueue_depth") && m.sum("workqueue_depth", sel) == 0 && m.sum("workqueue_unfinished_work_seconds", sel) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("manager %s still busy: %w", p.name, context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+const gcCyclesMetric = "go_gc_cycles_total_gc_cycles_total"
+
+// gcCycles is the number of garbage collections the manager completed.
+func (p *managerProcess) gcCycles(ctx context.Context) (float64, error) {
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !m.has(gcCyclesMetric) {
+		return 0, errors.New("the manager's /metrics has no " + gcCyclesMetric)
+	}
+	return m.sum(gcCyclesMetric, nil), nil
+}
+
+// heap reads the manager's memory. The state to measure was reached when
+// the manager had completed since GC cycles; heap first waits (at most
+// gcWait) for a later one, so that the live heap is that of this state.
+func (p *managerProcess) heap(ctx context.Context, gcWait time.Duration, since float64, services, ingresses int) (Heap, error) {
+	h := Heap{Objects: services, Ingresses: ingresses}
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return h, err
+	}
+	if !m.has("go_gc_heap_live_bytes") || !m.has(gcCyclesMetric) {
+		return h, errors.New("the manager's /metrics has no go_gc_heap_live_bytes or " + gcCyclesMetric)
+	}
+	deadline := time.Now().Add(gcWait)
+	for m.sum(gcCyclesMetric, nil) <= since && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return h, context.Cause(ctx)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if m, err = p.metrics(ctx); err != nil {
+			return h, err
+		}
+	}
+	h.GCAfterState = m.sum(gcCyclesMetric, nil) > since
+	h.HeapLive = int64(m.sum("go_gc_heap_live_bytes", nil))
+	h.HeapInuse = int64(m.sum("go_memstats_heap_inuse_bytes", nil))
+	h.HeapAlloc = int64(m.sum("go_memstats_heap_alloc_bytes", nil))
+	if h.PeakRSS, h.RSS, err = processMemory(p.cmd.Process.Pid); err != nil {
+		return h, fmt.Errorf("reading the manager's memory: %w", err)
+	}
+	return h, nil
+}

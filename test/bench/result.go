@@ -1,0 +1,464 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is the outcome of one run; it is written as JSON.
+type Result struct {
+	Started         time.Time `json:"started"`
+	Finished        time.Time `json:"finished"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	N               int       `json:"n"`
+	Error           string    `json:"error,omitempty"`
+	Versions        Versions  `json:"versions"`
+	Machine         Machine   `json:"machine"`
+	Settings        Settings  `json:"settings"`
+	Limit           Limit     `json:"limit"`
+	Ingress         Ingress   `json:"ingress_manager"`
+	Memory          Memory    `json:"memory"`
+	Network         []NetCase `json:"network"`
+	Targets         []Target  `json:"targets"`
+}
+
+// Versions of what ran.
+type Versions struct {
+	KubeAPIServer string `json:"kube_apiserver"`
+	Etcd          string `json:"etcd"`
+	Go            string `json:"go"`
+	ManagerGo     string `json:"manager_go,omitempty"`
+}
+
+// Settings are the knobs the run used.
+type Settings struct {
+	ManagerArgs      []string `json:"manager_args"`
+	Concurrencies    []int    `json:"limit_concurrencies"`
+	RestartWindowS   float64  `json:"restart_window_seconds"`
+	IdleWindowS      float64  `json:"idle_window_seconds"`
+	IdleResyncS      float64  `json:"idle_resync_seconds"`
+	SteadyWindowS    float64  `json:"steady_window_seconds"`
+	NetworksPerCase  int      `json:"networks_per_case"`
+	ManagerBuildArgs []string `json:"manager_build_flags,omitempty"`
+}
+
+// Rate is a throughput at one client concurrency.
+type Rate struct {
+	Concurrency int     `json:"concurrency"`
+	Objects     int     `json:"objects"`
+	Seconds     float64 `json:"seconds"`
+	PerSecond   float64 `json:"per_second"`
+	// CPUms is the CPU the API server and etcd used per object, in ms:
+	// the cost of one request, whatever else runs on the machine.
+	CPUms float64 `json:"control_plane_cpu_ms_per_object"`
+}
+
+// Limit is what a direct client gets from the API server.
+type Limit struct {
+	Creates []Rate `json:"creates"`
+	Updates []Rate `json:"updates"`
+	Deletes []Rate `json:"deletes"`
+	// Applies are server-side-apply creates (what ingress-manager sends)
+	// at the concurrency of the best creates; for analysis.
+	Applies []Rate `json:"applies"`
+	// L is the best creates/s; LUpdate, LDelete, LApply likewise.
+	L       float64 `json:"l_creates_per_second"`
+	LUpdate float64 `json:"l_updates_per_second"`
+	LDelete float64 `json:"l_deletes_per_second"`
+	LApply  float64 `json:"l_applies_per_second"`
+}
+
+// Phase is one ingress-manager convergence phase.
+type Phase struct {
+	Name string `json:"name"`
+	// Seconds from the start (manager start, or the harness's first
+	// write) until the independent watch saw the end state.
+	Seconds float64 `json:"seconds"`
+	// HarnessSeconds is how long the harness's own writes took (remove,
+	// re-add: N patches; recreate: one deletecollection).
+	HarnessSeconds float64 `json:"harness_seconds,omitempty"`
+	// CacheSyncSeconds: manager start to /readyz (cold only).
+	CacheSyncSeconds float64 `json:"cache_sync_seconds,omitempty"`
+	// Ratio is Seconds / (N/L): 1.0 is as fast as the API server creates.
+	Ratio float64 `json:"ratio_to_n_over_l"`
+	// RatioApply is Seconds / (N/LApply): against the rate of the write
+	// ingress-manager makes (a server-side apply), not of a plain create.
+	RatioApply float64 `json:"ratio_to_n_over_l_apply,omitempty"`
+	// CPUms is the control plane's CPU (API server + etcd) per object, in
+	// ms, and CPURatio its ratio to that of a direct create at L: the
+	// phase's cost to the API server, independent of the machine's load.
+	CPUms    float64 `json:"control_plane_cpu_ms_per_object"`
+	CPURatio float64 `json:"control_plane_cpu_ratio_to_create"`
+	// IngressWrites are the manager's writes of Ingresses, by verb.
+	IngressWrites   map[string]int64 `json:"ingress_writes"`
+	WritesPerObject float64          `json:"ingress_writes_per_object"`
+	// EventWrites are the manager's writes of Events.
+	EventWrites int64 `json:"event_writes"`
+	// ManagerCPUSeconds is the CPU time the manager used in the phase, and
+	// RateLimitedSeconds how long its requests waited for its client-side
+	// rate limiter (summed over requests).
+	ManagerCPUSeconds  float64 `json:"manager_cpu_seconds"`
+	RateLimitedSeconds float64 `json:"manager_rate_limited_seconds"`
+	// OtherWrites are every other write in the API server during the
+	// phase (the harness's own, the API server's leases), by verb+resource.
+	OtherWrites map[string]int64 `json:"other_writes,omitempty"`
+}
+
+// Window is a write count over a quiet period.
+type Window struct {
+	Seconds float64 `json:"seconds"`
+	// Writes are every write but the API server's own lease renewals.
+	Writes   int64            `json:"writes"`
+	ByVerb   map[string]int64 `json:"writes_by_verb_resource,omitempty"`
+	Resync   float64          `json:"resync_seconds,omitempty"`
+	Syncs    int64            `json:"manager_syncs"`
+	CacheSyn float64          `json:"cache_sync_seconds,omitempty"`
+}
+
+// Steady is the latency at one event rate.
+type Steady struct {
+	TargetRate   float64 `json:"target_rate"`
+	AchievedRate float64 `json:"achieved_rate"`
+	Events       int     `json:"events"`
+	P50ms        float64 `json:"p50_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	Maxms        float64 `json:"max_ms"`
+	// GeneratorLagMs is how late the open-loop generator sent its worst
+	// event (it should be ~0: the generator keeps its schedule).
+	GeneratorLagMs float64 `json:"generator_lag_ms"`
+	Missing        int     `json:"missing"`
+	WritesPerEvent float64 `json:"ingress_writes_per_event"`
+}
+
+// Ingress holds the ingress-manager figures.
+type Ingress struct {
+	Phases  []Phase  `json:"phases"`
+	Restart Window   `json:"restart"`
+	Idle    Window   `json:"idle"`
+	Steady  []Steady `json:"steady_state"`
+}
+
+// Heap is the manager's memory at one point.
+type Heap struct {
+	Objects int `json:"services"`
+	// Ingresses cached alongside.
+	Ingresses int `json:"ingresses"`
+	// PeakRSS is VmHWM of the manager process, RSS VmRSS at the reading.
+	PeakRSS int64 `json:"peak_rss_bytes"`
+	RSS     int64 `json:"rss_bytes"`
+	// HeapLive is go_gc_heap_live_bytes: the heap marked live by the last
+	// GC, i.e. the Go heap in use after GC.
+	HeapLive  int64 `json:"heap_live_after_gc_bytes"`
+	HeapInuse int64 `json:"heap_inuse_bytes"`
+	HeapAlloc int64 `json:"heap_alloc_bytes"`
+	// GCAfterState: a GC completed after the state was reached (else the
+	// live heap is that of an earlier GC).
+	GCAfterState bool `json:"gc_after_state"`
+}
+
+// Memory holds the manager's memory figures.
+type Memory struct {
+	Empty    Heap `json:"n0"`
+	Services Heap `json:"n_services_no_ingresses"`
+	Full     Heap `json:"n_services_and_ingresses"`
+	// BytesPerService is (Services.HeapLive - Empty.HeapLive) / N.
+	BytesPerService float64 `json:"heap_bytes_per_service"`
+	// BytesPerPair is (Full.HeapLive - Empty.HeapLive) / N: a Service and
+	// its Ingress.
+	BytesPerPair float64 `json:"heap_bytes_per_service_and_ingress"`
+}
+
+// NetCase is one network throughput case.
+type NetCase struct {
+	LatencyMs float64 `json:"backend_latency_ms"`
+	Workers   int     `json:"workers"`
+	Networks  int     `json:"networks"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"networks_per_second"`
+	// Writes per Network (finalizer + status), and Events.
+	WritesPerNetwork float64 `json:"writes_per_network"`
+}
+
+// Target is one target of the issue and whether the run met it.
+type Target struct {
+	Name     string `json:"name"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+	Note     string `json:"note,omitempty"`
+}
+
+func newResult(cfg Config) *Result {
+	return &Result{
+		Started: time.Now().UTC(),
+		N:       cfg.N,
+		Versions: Versions{
+			Go: machineInfo().GoVersion,
+		},
+		Machine: machineInfo(),
+		Settings: Settings{
+			ManagerArgs:      append([]string{}, cfg.ManagerArgs...),
+			Concurrencies:    cfg.Concurrencies,
+			RestartWindowS:   cfg.RestartWindow.Seconds(),
+			IdleWindowS:      cfg.IdleWindow.Seconds(),
+			IdleResyncS:      cfg.IdleResync.Seconds(),
+			SteadyWindowS:    cfg.SteadyWindow.Seconds(),
+			NetworksPerCase:  cfg.Networks,
+			ManagerBuildArgs: cfg.BuildFlags,
+		},
+	}
+}
+
+func (r *Result) phase(name string) *Phase {
+	for i := range r.Ingress.Phases {
+		if r.Ingress.Phases[i].Name == name {
+			return &r.Ingress.Phases[i]
+		}
+	}
+	return nil
+}
+
+// computeTargets fills Targets from the figures.
+func (r *Result) computeTargets() {
+	r.Targets = nil
+	if cold := r.phase("cold"); cold != nil {
+		note := ""
+		if r.N < 10000 {
+			note = fmt.Sprintf("the target is stated at N=10,000; this run has N=%d", r.N)
+		}
+		r.Targets = append(r.Targets, Target{
+			Name: "cold convergence", Target: "<= 1.15 x N/L",
+			Measured: fmt.Sprintf("%.2f x N/L (%.2fs, N/L=%.2fs); %.2f x N/L_apply", cold.Ratio, cold.Seconds, float64(r.N)/r.Limit.L, cold.RatioApply),
+			Met:      cold.Ratio > 0 && cold.Ratio <= 1.15, Note: note,
+		})
+	}
+	worst := 0.0
+	var names []string
+	for _, p := range r.Ingress.Phases {
+		if p.WritesPerObject > worst {
+			worst = p.WritesPerObject
+		}
+		names = append(names, fmt.Sprintf("%s %.2f", p.Name, p.WritesPerObject))
+	}
+	if len(names) > 0 {
+		r.Targets = append(r.Targets, Target{
+			Name: "writes per converged object", Target: "1.00",
+			Measured: strings.Join(names, ", "), Met: worst <= 1.0 && worst > 0,
+			Note: "Ingress writes; Events are counted apart",
+		})
+	}
+	if r.Ingress.Restart.Seconds > 0 {
+		r.Targets = append(r.Targets, Target{
+			Name: "writes on restart", Target: "0",
+			Measured: fmt.Sprintf("%d in %.0fs", r.Ingress.Restart.Writes, r.Ingress.Restart.Seconds),
+			Met:      r.Ingress.Restart.Writes == 0,
+		})
+	}
+	if r.Ingress.Idle.Seconds > 0 {
+		r.Targets = append(r.Targets, Target{
+			Name: "writes when idle (resync on)", Target: "0",
+			Measured: fmt.Sprintf("%d in %.0fs, %d syncs", r.Ingress.Idle.Writes, r.Ingress.Idle.Seconds, r.Ingress.Idle.Syncs),
+			Met:      r.Ingress.Idle.Writes == 0 && r.Ingress.Idle.Syncs > 0,
+		})
+	}
+	if r.Memory.Services.HeapLive > 0 && r.Memory.Empty.HeapLive > 0 {
+		r.Targets = append(r.Targets, Target{
+			Name: "Go heap per cached Service", Target: "<= 2 KiB",
+			Measured: fmt.Sprintf("%.0f B (with its Ingress: %.0f B)", r.Memory.BytesPerService, r.Memory.BytesPerPair),
+			Met:      r.Memory.BytesPerService <= 2048, Note: heapNote(r.N),
+		})
+	}
+	for _, s := range r.Ingress.Steady {
+		if s.TargetRate == 50 {
+			r.Targets = append(r.Targets, Target{
+				Name: "steady-state p99 at 50 events/s", Target: "<= 20 ms",
+				Measured: fmt.Sprintf("%.1f ms", s.P99ms), Met: s.Events > 0 && s.Missing == 0 && s.P99ms <= 20,
+			})
+		}
+	}
+}
+
+// WriteJSON writes the result to dir/<UTC start time>.json and returns the path.
+func (r *Result) WriteJSON(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, r.Started.Format("20060102T150405Z")+".json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// WriteTable prints the human summary (Markdown tables, so it can be pasted
+// into the README as it is).
+func (r *Result) WriteTable(out io.Writer) {
+	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+	row := func(cells ...string) { fmt.Fprintln(w, "| "+strings.Join(cells, "\t| ")+"\t|") }
+	sep := func(n int) { row(strings.Split(strings.Repeat("---,", n), ",")[:n]...) }
+	flush := func() { w.Flush(); fmt.Fprintln(out) }
+
+	m := r.Machine
+	fmt.Fprintf(out, "Measured %s, N=%d, on %d cores (%s), %.1f GiB RAM; load average (1 min) %.2f at start, %.2f at end.\n",
+		r.Started.Format("2006-01-02 15:04 UTC"), r.N, m.Cores, m.CPUModel, float64(m.RAMBytes)/(1<<30), m.LoadStart, m.LoadEnd)
+	fmt.Fprintf(out, "kube-apiserver %s, etcd %s, %s; run took %.0fs.\n\n", r.Versions.KubeAPIServer, r.Versions.Etcd, r.Versions.Go, r.DurationSeconds)
+	if r.Error != "" {
+		fmt.Fprintf(out, "INCOMPLETE: %s\n\n", r.Error)
+	}
+
+	if len(r.Limit.Creates) > 0 {
+		row("API server limit (direct client)", "concurrency", "creates/s", "updates/s", "deletes/s", "control plane CPU per create")
+		sep(6)
+		for i, c := range r.Limit.Creates {
+			u, d := "", ""
+			if i < len(r.Limit.Updates) {
+				u = fmt.Sprintf("%.0f", r.Limit.Updates[i].PerSecond)
+			}
+			if i < len(r.Limit.Deletes) {
+				d = fmt.Sprintf("%.0f", r.Limit.Deletes[i].PerSecond)
+			}
+			row("", fmt.Sprint(c.Concurrency), fmt.Sprintf("%.0f", c.PerSecond), u, d, fmt.Sprintf("%.2f ms", c.CPUms))
+		}
+		for _, a := range r.Limit.Applies {
+			row("server-side apply creates", fmt.Sprint(a.Concurrency), fmt.Sprintf("%.0f", a.PerSecond), "", "", fmt.Sprintf("%.2f ms", a.CPUms))
+		}
+		row("**L** (best)", "", fmt.Sprintf("**%.0f**", r.Limit.L), fmt.Sprintf("%.0f", r.Limit.LUpdate), fmt.Sprintf("%.0f", r.Limit.LDelete), "")
+		flush()
+	}
+
+	if len(r.Ingress.Phases) > 0 {
+		row("ingress-manager phase", "time", "time / (N/L) (and / (N/L_apply))", "Ingress writes/object", "Ingress writes by verb", "Event writes", "control plane CPU/object (x create)", "manager CPU")
+		sep(8)
+		for _, p := range r.Ingress.Phases {
+			t := fmt.Sprintf("%.2fs", p.Seconds)
+			if p.CacheSyncSeconds > 0 {
+				t += fmt.Sprintf(" (caches synced %.2fs)", p.CacheSyncSeconds)
+			}
+			if p.HarnessSeconds > 0 {
+				t += fmt.Sprintf(" (harness writes %.2fs)", p.HarnessSeconds)
+			}
+			row(p.Name, t, fmt.Sprintf("%.2f (%.2f)", p.Ratio, p.RatioApply), fmt.Sprintf("%.2f", p.WritesPerObject), verbs(p.IngressWrites), fmt.Sprint(p.EventWrites),
+				fmt.Sprintf("%.2f ms (%.2f)", p.CPUms, p.CPURatio), fmt.Sprintf("%.1fs", p.ManagerCPUSeconds))
+		}
+		flush()
+	}
+
+	if r.Ingress.Restart.Seconds > 0 {
+		row("ingress-manager converged", "window", "API writes (but the API server's leases)", "writes by verb", "manager syncs in the window")
+		sep(5)
+		x := r.Ingress.Restart
+		row(fmt.Sprintf("restart (caches synced %.2fs, resync %gs)", x.CacheSyn, x.Resync), fmt.Sprintf("%.0fs", x.Seconds), fmt.Sprint(x.Writes), verbs(x.ByVerb), fmt.Sprint(x.Syncs))
+		if x := r.Ingress.Idle; x.Seconds > 0 {
+			row(fmt.Sprintf("idle (resync %gs)", x.Resync), fmt.Sprintf("%.0fs", x.Seconds), fmt.Sprint(x.Writes), verbs(x.ByVerb), fmt.Sprint(x.Syncs))
+		}
+		flush()
+	}
+
+	if len(r.Ingress.Steady) > 0 {
+		row("steady state: event -> Ingress", "target rate/s", "achieved/s", "events", "p50", "p99", "max", "missing")
+		sep(8)
+		for _, s := range r.Ingress.Steady {
+			row("", fmt.Sprintf("%.0f", s.TargetRate), fmt.Sprintf("%.1f", s.AchievedRate), fmt.Sprint(s.Events),
+				fmt.Sprintf("%.1f ms", s.P50ms), fmt.Sprintf("%.1f ms", s.P99ms), fmt.Sprintf("%.1f ms", s.Maxms), fmt.Sprint(s.Missing))
+		}
+		flush()
+	}
+
+	mem := r.Memory
+	if mem.Empty.PeakRSS > 0 {
+		row("manager memory", "peak RSS", "Go heap live after GC", "heap in use", "GC after state")
+		sep(5)
+		for _, h := range []struct {
+			name string
+			h    Heap
+		}{{"N=0", mem.Empty}, {fmt.Sprintf("N=%d Services, no Ingresses", mem.Services.Objects), mem.Services}, {fmt.Sprintf("N=%d Services + Ingresses", mem.Full.Objects), mem.Full}} {
+			if h.h.PeakRSS == 0 {
+				continue
+			}
+			row(h.name, mib(h.h.PeakRSS), mib(h.h.HeapLive), mib(h.h.HeapInuse), fmt.Sprint(h.h.GCAfterState))
+		}
+		row("**per cached Service**", "", fmt.Sprintf("**%.0f B**", mem.BytesPerService), "", "")
+		row("per Service + its Ingress", "", fmt.Sprintf("%.0f B", mem.BytesPerPair), "", "")
+		flush()
+	}
+
+	if len(r.Network) > 0 {
+		lats := []float64{}
+		workers := []int{}
+		for _, c := range r.Network {
+			if !slices.Contains(lats, c.LatencyMs) {
+				lats = append(lats, c.LatencyMs)
+			}
+			if !slices.Contains(workers, c.Workers) {
+				workers = append(workers, c.Workers)
+			}
+		}
+		head := []string{"network: Networks/s to Ready"}
+		for _, wk := range workers {
+			head = append(head, fmt.Sprintf("%d workers", wk))
+		}
+		row(head...)
+		sep(len(head))
+		for _, l := range lats {
+			cells := []string{fmt.Sprintf("backend latency %.0f ms", l)}
+			for _, wk := range workers {
+				cell := ""
+				for _, c := range r.Network {
+					if c.LatencyMs == l && c.Workers == wk {
+						cell = fmt.Sprintf("%.0f", c.PerSecond)
+					}
+				}
+				cells = append(cells, cell)
+			}
+			row(cells...)
+		}
+		flush()
+	}
+
+	if len(r.Targets) > 0 {
+		row("target", "wanted", "measured", "met")
+		sep(4)
+		for _, t := range r.Targets {
+			met := "yes"
+			if !t.Met {
+				met = "**no**"
+			}
+			if t.Note != "" {
+				met += " (" + t.Note + ")"
+			}
+			row(t.Name, t.Target, t.Measured, met)
+		}
+		flush()
+	}
+}
+
+func verbs(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func heapNote(n int) string {
+	if n < 10000 {
+		return fmt.Sprintf("a fixed ~1 MiB is spread over N=%d Services; see the N=10,000 run", n)
+	}
+	return ""
+}
