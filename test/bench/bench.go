@@ -150,7 +150,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	}
 	r := &run{cfg: &cfg, res: newResult(cfg)}
 	res = r.res
+	cpu0 := sampleCPU()
 	defer func() {
+		r.res.Machine.OtherCPU = cpu0.otherShare(sampleCPU())
 		r.res.Machine.LoadEnd = loadAvg1()
 		r.res.Finished = time.Now().UTC()
 		r.res.DurationSeconds = r.res.Finished.Sub(r.res.Started).Seconds()

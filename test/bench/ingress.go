@@ -138,6 +138,7 @@ func (r *run) coldAndRemove(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cpu0 := sampleCPU()
 	return r.withManager(ctx, "cold", func(mgr *managerProcess) error {
 		phase := Phase{Name: "cold"}
 		ctx2, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
@@ -152,7 +153,7 @@ func (r *run) coldAndRemove(ctx context.Context) error {
 			return err
 		}
 		phase.Seconds = done.Sub(mgr.started).Seconds()
-		if err := r.finishPhase(ctx, mgr, before, counters{}, &phase); err != nil {
+		if err := r.finishPhase(ctx, mgr, before, counters{machine: cpu0}, &phase); err != nil {
 			return err
 		}
 
@@ -253,6 +254,7 @@ func (r *run) phaseStart(ctx context.Context, mgr *managerProcess) (requestCount
 // finishPhase waits for the manager and the API server's write counters
 // to settle, then records the phase's writes.
 func (r *run) finishPhase(ctx context.Context, mgr *managerProcess, before requestCounts, mgrBefore counters, phase *Phase) error {
+	phase.OtherCPU = mgrBefore.machine.otherShare(sampleCPU())
 	after, err := r.settle(ctx, mgr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", phase.Name, err)
@@ -291,9 +293,9 @@ func (r *run) finishPhase(ctx context.Context, mgr *managerProcess, before reque
 		phase.CPURatio = phase.CPUms / r.createCPUms
 	}
 	r.res.Ingress.Phases = append(r.res.Ingress.Phases, *phase)
-	r.cfg.logf("%s: %.2fs (%.2f x N/L), %.2f Ingress writes/object %v, %d Event writes; control plane CPU %.2f ms/object (%.2f x a create); manager CPU %.2fs, rate-limited %.2fs",
+	r.cfg.logf("%s: %.2fs (%.2f x N/L), %.2f Ingress writes/object %v, %d Event writes; control plane CPU %.2f ms/object (%.2f x a create); manager CPU %.2fs, rate-limited %.2fs; other processes %.0f%% of the CPU",
 		phase.Name, phase.Seconds, phase.Ratio, phase.WritesPerObject, phase.IngressWrites, phase.EventWrites,
-		phase.CPUms, phase.CPURatio, phase.ManagerCPUSeconds, phase.RateLimitedSeconds)
+		phase.CPUms, phase.CPURatio, phase.ManagerCPUSeconds, phase.RateLimitedSeconds, 100*phase.OtherCPU)
 	return nil
 }
 
@@ -490,10 +492,12 @@ func (r *run) runRates(ctx context.Context, mgr *managerProcess, rates []float64
 		if err != nil {
 			return err
 		}
+		cpu0 := sampleCPU()
 		res, err := r.generate(ctx, r.w, rt, names, add)
 		if err != nil {
 			return err
 		}
+		res.OtherCPU = cpu0.otherShare(sampleCPU())
 		after, err := r.settle(ctx, mgr)
 		if err != nil {
 			return err

@@ -112,6 +112,8 @@ func (r *run) limit(ctx context.Context) error {
 	n := r.cfg.N
 	ings := r.client.NetworkingV1().Ingresses(limitNamespace)
 	lim := &r.res.Limit
+	cpu0 := sampleCPU()
+	defer func() { lim.OtherCPU = cpu0.otherShare(sampleCPU()) }()
 	for _, conc := range r.cfg.Concurrencies {
 		name := func(i int) string { return fmt.Sprintf("lim-c%d-%06d", conc, i) }
 		created := make([]*networkingv1.Ingress, n)

@@ -7,16 +7,21 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Machine describes where the benchmark ran.
 type Machine struct {
-	CPUModel   string  `json:"cpu_model"`
-	Cores      int     `json:"cores"`
-	RAMBytes   int64   `json:"ram_bytes"`
-	Kernel     string  `json:"kernel,omitempty"`
-	LoadStart  float64 `json:"load1_start"`
-	LoadEnd    float64 `json:"load1_end"`
+	CPUModel  string  `json:"cpu_model"`
+	Cores     int     `json:"cores"`
+	RAMBytes  int64   `json:"ram_bytes"`
+	Kernel    string  `json:"kernel,omitempty"`
+	LoadStart float64 `json:"load1_start"`
+	LoadEnd   float64 `json:"load1_end"`
+	// OtherCPU is the share of the machine's CPU (0..1) that processes
+	// other than the benchmark's own (harness, control plane, managers)
+	// used during the run: other work competing with the measurements.
+	OtherCPU   float64 `json:"other_processes_cpu_share"`
 	GoVersion  string  `json:"go_version"`
 	GOMAXPROCS int     `json:"gomaxprocs"`
 }
@@ -95,4 +100,82 @@ func processMemory(pid int) (peak, current int64, err error) {
 		return 0, 0, err
 	}
 	return hwm * 1024, rss * 1024, nil
+}
+
+// cpuSample is the machine's busy CPU time and the part of it used by this
+// process and its descendants (control plane, managers), in seconds.
+type cpuSample struct {
+	at         time.Time
+	busy, ours float64
+}
+
+const clockTicks = 100 // USER_HZ on Linux
+
+func sampleCPU() cpuSample {
+	s := cpuSample{at: time.Now()}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		// cpu user nice system idle iowait irq softirq steal ...
+		for i, v := range f {
+			if i == 0 || i == 4 || i == 5 || i > 8 {
+				continue
+			}
+			n, _ := strconv.ParseFloat(v, 64)
+			s.busy += n / clockTicks
+		}
+	}
+	type proc struct {
+		ppid int
+		cpu  float64 // utime+stime+cutime+cstime
+	}
+	procs := map[int]proc{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name (field 2) may hold spaces: fields start after ")".
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b)[i+1:])
+		if len(f) < 15 {
+			continue
+		}
+		p := proc{}
+		p.ppid, _ = strconv.Atoi(f[1])
+		for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+			n, _ := strconv.ParseFloat(f[k], 64)
+			p.cpu += n / clockTicks
+		}
+		procs[pid] = p
+	}
+	self := os.Getpid()
+	for pid, p := range procs {
+		for anc, hops := pid, 0; anc > 1 && hops < 64; anc, hops = procs[anc].ppid, hops+1 {
+			if anc == self {
+				s.ours += p.cpu
+				break
+			}
+		}
+	}
+	return s
+}
+
+// otherShare is the share of the machine's CPU (0..1) that other processes
+// used between s and later.
+func (s cpuSample) otherShare(later cpuSample) float64 {
+	wall := later.at.Sub(s.at).Seconds() * float64(runtime.NumCPU())
+	if wall <= 0 {
+		return 0
+	}
+	other := (later.busy - s.busy) - (later.ours - s.ours)
+	return max(0, min(1, other/wall))
 }

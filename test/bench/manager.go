@@ -173,8 +173,12 @@ func (p *managerProcess) metrics(ctx context.Context) (metrics, error) {
 	return scrape(ctx, p.metricsURL)
 }
 
-// counters are cumulative figures of the manager process.
-type counters struct{ cpu, rateLimited float64 }
+// counters are cumulative figures of the manager process, and the machine's
+// CPU use when they were read.
+type counters struct {
+	cpu, rateLimited float64
+	machine          cpuSample
+}
 
 func (p *managerProcess) counters(ctx context.Context) (counters, error) {
 	m, err := p.metrics(ctx)
@@ -182,6 +186,7 @@ func (p *managerProcess) counters(ctx context.Context) (counters, error) {
 		return counters{}, err
 	}
 	return counters{
+		machine:     sampleCPU(),
 		cpu:         m.sum("process_cpu_seconds_total", nil),
 		rateLimited: m.sum("rest_client_rate_limiter_duration_seconds_sum", nil),
 	}, nil

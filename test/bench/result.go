@@ -73,6 +73,9 @@ type Limit struct {
 	LUpdate float64 `json:"l_updates_per_second"`
 	LDelete float64 `json:"l_deletes_per_second"`
 	LApply  float64 `json:"l_applies_per_second"`
+	// OtherCPU is the share of the machine's CPU other processes used
+	// during the limit phase.
+	OtherCPU float64 `json:"other_processes_cpu_share"`
 }
 
 // Phase is one ingress-manager convergence phase.
@@ -104,7 +107,10 @@ type Phase struct {
 	// ManagerCPUSeconds is the CPU time the manager used in the phase, and
 	// RateLimitedSeconds how long its requests waited for its client-side
 	// rate limiter (summed over requests).
-	ManagerCPUSeconds  float64 `json:"manager_cpu_seconds"`
+	ManagerCPUSeconds float64 `json:"manager_cpu_seconds"`
+	// OtherCPU is the share of the machine's CPU other processes used
+	// during the phase.
+	OtherCPU           float64 `json:"other_processes_cpu_share"`
 	RateLimitedSeconds float64 `json:"manager_rate_limited_seconds"`
 	// OtherWrites are every other write in the API server during the
 	// phase (the harness's own, the API server's leases), by verb+resource.
@@ -135,6 +141,7 @@ type Steady struct {
 	GeneratorLagMs float64 `json:"generator_lag_ms"`
 	Missing        int     `json:"missing"`
 	WritesPerEvent float64 `json:"ingress_writes_per_event"`
+	OtherCPU       float64 `json:"other_processes_cpu_share"`
 }
 
 // Ingress holds the ingress-manager figures.
@@ -312,8 +319,9 @@ func (r *Result) WriteTable(out io.Writer) {
 	flush := func() { w.Flush(); fmt.Fprintln(out) }
 
 	m := r.Machine
-	fmt.Fprintf(out, "Measured %s, N=%d, on %d cores (%s), %.1f GiB RAM; load average (1 min) %.2f at start, %.2f at end.\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.N, m.Cores, m.CPUModel, float64(m.RAMBytes)/(1<<30), m.LoadStart, m.LoadEnd)
+	fmt.Fprintf(out, "Measured %s, N=%d, on %d cores (%s), %.1f GiB RAM; load average (1 min) %.2f at start, %.2f at end;\n"+
+		"other processes used %.0f%% of the CPU during the run (the benchmark's own processes excluded).\n",
+		r.Started.Format("2006-01-02 15:04 UTC"), r.N, m.Cores, m.CPUModel, float64(m.RAMBytes)/(1<<30), m.LoadStart, m.LoadEnd, 100*m.OtherCPU)
 	fmt.Fprintf(out, "kube-apiserver %s, etcd %s, %s; run took %.0fs.\n\n", r.Versions.KubeAPIServer, r.Versions.Etcd, r.Versions.Go, r.DurationSeconds)
 	if r.Error != "" {
 		fmt.Fprintf(out, "INCOMPLETE: %s\n\n", r.Error)
@@ -335,13 +343,14 @@ func (r *Result) WriteTable(out io.Writer) {
 		for _, a := range r.Limit.Applies {
 			row("server-side apply creates", fmt.Sprint(a.Concurrency), fmt.Sprintf("%.0f", a.PerSecond), "", "", fmt.Sprintf("%.2f ms", a.CPUms))
 		}
-		row("**L** (best)", "", fmt.Sprintf("**%.0f**", r.Limit.L), fmt.Sprintf("%.0f", r.Limit.LUpdate), fmt.Sprintf("%.0f", r.Limit.LDelete), "")
+		row("**L** (best)", "", fmt.Sprintf("**%.0f**", r.Limit.L), fmt.Sprintf("%.0f", r.Limit.LUpdate), fmt.Sprintf("%.0f", r.Limit.LDelete),
+			fmt.Sprintf("(other processes: %.0f%% of the CPU)", 100*r.Limit.OtherCPU))
 		flush()
 	}
 
 	if len(r.Ingress.Phases) > 0 {
-		row("ingress-manager phase", "time", "time / (N/L) (and / (N/L_apply))", "Ingress writes/object", "Ingress writes by verb", "Event writes", "control plane CPU/object (x create)", "manager CPU")
-		sep(8)
+		row("ingress-manager phase", "time", "time / (N/L) (and / (N/L_apply))", "Ingress writes/object", "Ingress writes by verb", "Event writes", "control plane CPU/object (x create)", "manager CPU", "other processes' CPU")
+		sep(9)
 		for _, p := range r.Ingress.Phases {
 			t := fmt.Sprintf("%.2fs", p.Seconds)
 			if p.CacheSyncSeconds > 0 {
@@ -351,7 +360,7 @@ func (r *Result) WriteTable(out io.Writer) {
 				t += fmt.Sprintf(" (harness writes %.2fs)", p.HarnessSeconds)
 			}
 			row(p.Name, t, fmt.Sprintf("%.2f (%.2f)", p.Ratio, p.RatioApply), fmt.Sprintf("%.2f", p.WritesPerObject), verbs(p.IngressWrites), fmt.Sprint(p.EventWrites),
-				fmt.Sprintf("%.2f ms (%.2f)", p.CPUms, p.CPURatio), fmt.Sprintf("%.1fs", p.ManagerCPUSeconds))
+				fmt.Sprintf("%.2f ms (%.2f)", p.CPUms, p.CPURatio), fmt.Sprintf("%.1fs", p.ManagerCPUSeconds), fmt.Sprintf("%.0f%%", 100*p.OtherCPU))
 		}
 		flush()
 	}
@@ -368,11 +377,12 @@ func (r *Result) WriteTable(out io.Writer) {
 	}
 
 	if len(r.Ingress.Steady) > 0 {
-		row("steady state: event -> Ingress", "target rate/s", "achieved/s", "events", "p50", "p99", "max", "missing")
-		sep(8)
+		row("steady state: event -> Ingress", "target rate/s", "achieved/s", "events", "p50", "p99", "max", "missing", "other processes' CPU")
+		sep(9)
 		for _, s := range r.Ingress.Steady {
 			row("", fmt.Sprintf("%.0f", s.TargetRate), fmt.Sprintf("%.1f", s.AchievedRate), fmt.Sprint(s.Events),
-				fmt.Sprintf("%.1f ms", s.P50ms), fmt.Sprintf("%.1f ms", s.P99ms), fmt.Sprintf("%.1f ms", s.Maxms), fmt.Sprint(s.Missing))
+				fmt.Sprintf("%.1f ms", s.P50ms), fmt.Sprintf("%.1f ms", s.P99ms), fmt.Sprintf("%.1f ms", s.Maxms), fmt.Sprint(s.Missing),
+				fmt.Sprintf("%.0f%%", 100*s.OtherCPU))
 		}
 		flush()
 	}
