@@ -4,7 +4,9 @@
 //
 //   - limit: a direct client (protobuf, no client-side rate limit) creates,
 //     updates and deletes N Ingresses like the ones ingress-manager writes,
-//     at several concurrencies; L is the best creates/s;
+//     at several concurrencies, while an informer watches them (as the
+//     independent watcher watches the phases it times); L is the best
+//     creates/s;
 //   - ingress-manager, as the real controller-manager binary in its own
 //     process: cold start, annotation removal, re-add, recreate after the
 //     Ingresses are deleted, restart and idle write counts, steady-state

@@ -85,7 +85,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("phase %d = %+v, want %s with a positive time and at least 1 Ingress write per object", i, p, wantPhases[i])
 		}
 	}
-	if cold := res.Ingress.Phases[0]; !(cold.CacheSyncSeconds > 0) || cold.IngressWrites["APPLY"] < n {
+	if cold := res.Ingress.Phases[0]; !(cold.CacheSyncSeconds > 0) || cold.IngressWrites["POST"] < n {
 		t.Errorf("cold = %+v, want a time to caches synced and at least %d applies", cold, n)
 	}
 	if rs := res.Ingress.Restart; rs.Seconds < cfg.RestartWindow.Seconds() || rs.Syncs < n {

@@ -65,8 +65,10 @@ type Limit struct {
 	Creates []Rate `json:"creates"`
 	Updates []Rate `json:"updates"`
 	Deletes []Rate `json:"deletes"`
-	// Applies are server-side-apply creates (what ingress-manager sends)
-	// at the concurrency of the best creates; for analysis.
+	// Applies are server-side-apply creates at the concurrency of the best
+	// creates, for analysis: what a create would cost if ingress-manager
+	// created by apply (it creates with a plain create, and applies only
+	// changes, for this cost).
 	Applies []Rate `json:"applies"`
 	// L is the best creates/s; LUpdate, LDelete, LApply likewise.
 	L       float64 `json:"l_creates_per_second"`
@@ -91,8 +93,8 @@ type Phase struct {
 	CacheSyncSeconds float64 `json:"cache_sync_seconds,omitempty"`
 	// Ratio is Seconds / (N/L): 1.0 is as fast as the API server creates.
 	Ratio float64 `json:"ratio_to_n_over_l"`
-	// RatioApply is Seconds / (N/LApply): against the rate of the write
-	// ingress-manager makes (a server-side apply), not of a plain create.
+	// RatioApply is Seconds / (N/LApply): against the rate of
+	// server-side-apply creates, for analysis.
 	RatioApply float64 `json:"ratio_to_n_over_l_apply,omitempty"`
 	// CPUms is the control plane's CPU (API server + etcd) per object, in
 	// ms, and CPURatio its ratio to that of a direct create at L: the

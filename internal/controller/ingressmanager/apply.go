@@ -113,16 +113,16 @@ func backendApplyConfiguration(in *networkingv1.IngressBackend) *networkingv1ac.
 // controller manages, ignoring fields (and annotations) others own.
 //
 // It compares ApplyConfiguration(desired) with the fields fieldManager owns
-// in live (networkingv1ac.ExtractIngress: our server-side-apply entry of
-// metadata.managedFields). They differ when someone else changed a field we
-// owned (ownership moved to them), when the desired state changed, or when
-// desired no longer has a field we own (e.g. an annotation dropped from
-// ingress/annotations); re-applying with force fixes each case. It is true
-// when live has no Apply entry of fieldManager at all (e.g. created by a
-// plain Create), so one apply makes the object ours.
+// in live, as networkingv1ac.ExtractIngress reads them from our entry of
+// metadata.managedFields: the Apply entry, or for an Ingress our create made
+// and no apply changed since, the Update entry. They differ when someone
+// else changed a field we owned (ownership moved to them), when the desired
+// state changed, or when desired no longer has a field we own (e.g. an
+// annotation dropped from ingress/annotations); a forced apply fixes each
+// case. It is true when live has no entry of fieldManager at all.
 //
 // live must come from the API server (or an informer cache that keeps our
-// managedFields entry). A nil live needs an update (a create). On error it
+// managedFields entries). A nil live needs an update (a create). On error it
 // returns true with the error, so a caller that only logs still converges.
 // It does not check who controls live: check IsControlledBy first.
 func NeedsUpdate(live, desired *networkingv1.Ingress, fieldManager string) (bool, error) {
@@ -134,20 +134,27 @@ func NeedsUpdate(live, desired *networkingv1.Ingress, fieldManager string) (bool
 	}
 	entry, ok := applyEntry(live, fieldManager)
 	if !ok {
-		return true, nil
+		if entry, ok = updateEntry(live, fieldManager); !ok {
+			return true, nil
+		}
 	}
 	owned, err := extract(live, entry)
 	if err != nil {
 		return true, fmt.Errorf("extract fields of ingress %s/%s owned by %q: %w", live.Namespace, live.Name, fieldManager, err)
 	}
+	// Status is never ours. The API server does not record it for writes to
+	// the main resource (a reset field), but an Update entry made elsewhere
+	// (or by the test field manager) may list the empty status a create sends.
+	owned.Status = nil
 	return !equality.Semantic.DeepEqual(owned, ApplyConfiguration(desired)), nil
 }
 
 // extract runs ExtractIngress on a shallow copy of live that keeps only
 // entry in managedFields (the conversion walks the whole object, so other
-// entries are work and risk for nothing). ExtractIngress panics on a
-// malformed FieldsV1 (the API server never returns one, but a hand-made
-// object may); that panic becomes an error.
+// entries are work and risk for nothing), marked as an Apply entry, the
+// only operation ExtractIngress reads. ExtractIngress panics on a malformed
+// FieldsV1 (the API server never returns one, but a hand-made object may);
+// that panic becomes an error.
 func extract(live *networkingv1.Ingress, entry metav1.ManagedFieldsEntry) (ac *networkingv1ac.IngressApplyConfiguration, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -155,6 +162,7 @@ func extract(live *networkingv1.Ingress, entry metav1.ManagedFieldsEntry) (ac *n
 		}
 	}()
 	cp := *live
+	entry.Operation = metav1.ManagedFieldsOperationApply
 	cp.ManagedFields = []metav1.ManagedFieldsEntry{entry}
 	return networkingv1ac.ExtractIngress(&cp, entry.Manager)
 }
@@ -169,6 +177,19 @@ func (b *Builder) NeedsUpdate(live, desired *networkingv1.Ingress) (bool, error)
 func applyEntry(live *networkingv1.Ingress, fieldManager string) (metav1.ManagedFieldsEntry, bool) {
 	for _, e := range live.ManagedFields {
 		if e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			return e, true
+		}
+	}
+	return metav1.ManagedFieldsEntry{}, false
+}
+
+// updateEntry returns live's managedFields entry of operation Update on the
+// main resource for fieldManager: the one a create (or any other write but
+// an apply) by fieldManager makes. Entries are kept one per API version;
+// the first is the most recent.
+func updateEntry(live *networkingv1.Ingress, fieldManager string) (metav1.ManagedFieldsEntry, bool) {
+	for _, e := range live.ManagedFields {
+		if e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" {
 			return e, true
 		}
 	}

@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/managedfields/managedfieldstest"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/applyconfigurations"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 )
 
@@ -368,7 +370,7 @@ func TestNeedsUpdateKeepsForeignFieldsAcrossReapply(t *testing.T) {
 	}
 }
 
-func TestNeedsUpdateWithoutOurApplyEntry(t *testing.T) {
+func TestNeedsUpdateWithoutOurEntry(t *testing.T) {
 	desired := desiredFor(t, Config{}, nil)
 
 	if !needsUpdate(t, nil, desired) {
@@ -378,31 +380,79 @@ func TestNeedsUpdateWithoutOurApplyEntry(t *testing.T) {
 		t.Error("NeedsUpdate(nil desired) gave no error")
 	}
 
-	// Created by a plain Create (an older version of the controller): the
-	// object is right but our entry is an Update one.
+	// Another field manager's entries are not ours.
 	s := newFakeServer(t)
-	s.update(manager, func(ing *networkingv1.Ingress) {
-		*ing = *desired.DeepCopy()
-	})
-	if !needsUpdate(t, s.cached(), desired) {
-		t.Error("NeedsUpdate = false for an object without our Apply entry")
-	}
-	s.apply(ApplyConfiguration(desired), manager)
-	if needsUpdate(t, s.cached(), desired) {
-		t.Error("NeedsUpdate = true after the first apply")
-	}
-
-	// Another field manager's apply entry is not ours.
-	s2 := newFakeServer(t)
-	s2.apply(ApplyConfiguration(desired), "someone-else")
-	if !needsUpdate(t, s2.get(), desired) {
+	s.apply(ApplyConfiguration(desired), "someone-else")
+	if !needsUpdate(t, s.get(), desired) {
 		t.Error("NeedsUpdate = false when only another manager applied")
+	}
+	s2 := newFakeServer(t)
+	s2.update("someone-else", func(ing *networkingv1.Ingress) { *ing = *desired.DeepCopy() })
+	if !needsUpdate(t, s2.get(), desired) {
+		t.Error("NeedsUpdate = false when only another manager created the Ingress")
 	}
 
 	// The Builder method uses the configured field manager.
 	b := mustBuilder(t, Config{FieldManager: "someone-else"})
-	if got, err := b.NeedsUpdate(s2.get(), desired); got || err != nil {
+	if got, err := b.NeedsUpdate(s.get(), desired); got || err != nil {
 		t.Errorf("Builder.NeedsUpdate = %v, %v; want false, nil", got, err)
+	}
+}
+
+// TestCreatedIngressLifecycle follows an Ingress the controller creates
+// (our fields owned by an Update entry) through an edit by someone else and
+// a change of the desired state, as the controller's update handles it.
+func TestCreatedIngressLifecycle(t *testing.T) {
+	with := desiredFor(t, Config{}, map[string]string{"ingress/annotations": `{"ours": "1"}`})
+	without := desiredFor(t, Config{}, nil)
+	created := func() *fakeServer {
+		s := newFakeServer(t)
+		s.update(manager, func(ing *networkingv1.Ingress) { *ing = *with.DeepCopy() }) // our create
+		if needsUpdate(t, s.cached(), with) {
+			t.Fatalf("NeedsUpdate = true right after our create: %s", dump.Pretty(s.get()))
+		}
+		s.update("kubectl-edit", func(ing *networkingv1.Ingress) { ing.Annotations["theirs"] = "x" })
+		if needsUpdate(t, s.cached(), with) {
+			t.Fatal("NeedsUpdate = true after someone else added an annotation of theirs")
+		}
+		if !needsUpdate(t, s.cached(), without) {
+			t.Fatal("NeedsUpdate = false when desired dropped an annotation we own")
+		}
+		return s
+	}
+
+	// Why the upgrade is needed: an apply alone cannot remove what our
+	// Update entry owns.
+	s := created()
+	s.apply(ApplyConfiguration(without).WithUID(s.get().UID), manager)
+	if _, ok := s.get().Annotations["ours"]; !ok {
+		t.Fatal("an apply alone removed a field our Update entry owns; the ownership upgrade is not needed any more")
+	}
+
+	// The controller's way: move our Update entry into our Apply entry
+	// (csaupgrade, as upgradeOwnership sends it), then apply.
+	s = created()
+	live := s.get()
+	if err := csaupgrade.UpgradeManagedFields(live, sets.New(manager), manager); err != nil {
+		t.Fatal(err)
+	}
+	s.update(manager, func(ing *networkingv1.Ingress) { ing.ManagedFields = live.ManagedFields })
+	if _, ok := updateEntry(s.get(), manager); ok {
+		t.Fatalf("our Update entry survived the upgrade: %s", dump.Pretty(s.get().ManagedFields))
+	}
+	if needsUpdate(t, s.cached(), with) {
+		t.Fatal("NeedsUpdate = true after the ownership upgrade alone")
+	}
+	s.apply(ApplyConfiguration(without), manager)
+	got := s.get()
+	if _, ok := got.Annotations["ours"]; ok {
+		t.Errorf("dropped annotation still there after upgrade + apply: %v", got.Annotations)
+	}
+	if got.Annotations["theirs"] != "x" {
+		t.Errorf("foreign annotation lost: %v", got.Annotations)
+	}
+	if needsUpdate(t, s.cached(), without) {
+		t.Errorf("NeedsUpdate = true after upgrade + apply: %s", dump.Pretty(got))
 	}
 }
 

@@ -594,24 +594,24 @@ func TestMissingVerbFailsTheTests(t *testing.T) {
 		request, log string
 	}{
 		{
-			name: "ingresses-patch",
+			name: "ingresses-create",
 			remove: func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 				for i, r := range rules {
 					if slices.Contains(r.Resources, "ingresses") {
-						rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "patch" })
+						rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "create" })
 					}
 				}
 				return rules
 			},
-			request: "PATCH /apis/networking.k8s.io/v1/namespaces/%s/ingresses/web",
-			log:     "cannot patch resource",
+			request: "POST /apis/networking.k8s.io/v1/namespaces/%s/ingresses",
+			log:     "cannot create resource",
 		},
 		{
 			name: "services-finalizers-update",
 			remove: func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 				return slices.DeleteFunc(rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "services/finalizers") })
 			},
-			request: "PATCH /apis/networking.k8s.io/v1/namespaces/%s/ingresses/web",
+			request: "POST /apis/networking.k8s.io/v1/namespaces/%s/ingresses",
 			log:     "cannot set blockOwnerDeletion",
 		},
 	} {

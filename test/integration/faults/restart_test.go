@@ -194,7 +194,9 @@ func TestControlPlaneRestartMidConvergence(t *testing.T) {
 	ns := framework.CreateNamespace(t, kube)
 
 	ingressGate := newGate(ingressesBefore, func(r *http.Request) bool {
-		return r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/ingresses/")
+		// Ingress writes: creates, and applies or patches of one Ingress.
+		return (r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/ingresses")) ||
+			(r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/ingresses/"))
 	})
 	networkGate := newGate(networksBefore, nil)
 	var creates syncMap
@@ -270,14 +272,14 @@ func TestControlPlaneRestartMidConvergence(t *testing.T) {
 }
 
 // waitAuthorized waits until the API server's authorizer lets
-// ServiceAccount saNS/saName patch Ingresses in ns again.
+// ServiceAccount saNS/saName create Ingresses in ns again.
 func waitAuthorized(t *testing.T, kube kubernetes.Interface, saNS, saName, ns string) {
 	t.Helper()
 	user, groups := framework.ServiceAccountUser(saNS, saName)
 	framework.Eventually(t, time.Minute, "the manager's RBAC to be served again", func(ctx context.Context) (bool, error) {
 		sar, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: ns, Verb: "patch", Group: "networking.k8s.io", Resource: "ingresses",
+				Namespace: ns, Verb: "create", Group: "networking.k8s.io", Resource: "ingresses",
 			}},
 		}, metav1.CreateOptions{})
 		return err == nil && sar.Status.Allowed, err

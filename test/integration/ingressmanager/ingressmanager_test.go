@@ -364,6 +364,16 @@ func TestDriftIsRestoredAndForeignFieldsKept(t *testing.T) {
 		return nil
 	})
 	e.waitEvent("web", corev1.EventTypeNormal, "IngressUpdated", "web")
+	// The repair moved our fields from the create's Update entry to our
+	// Apply entry (once): nothing of ours is left in an Update entry.
+	e.waitIngress("web", "our fields owned by our Apply entry only", func(ing *networkingv1.Ingress) error {
+		for _, mf := range ing.ManagedFields {
+			if mf.Manager == framework.Options().FieldManager && mf.Operation != metav1.ManagedFieldsOperationApply {
+				return fmt.Errorf("managedFields entry %s %s left", mf.Manager, mf.Operation)
+			}
+		}
+		return nil
+	})
 
 	// An annotation dropped from ingress/annotations goes; the foreign one stays.
 	e.annotate("web", map[string]*string{"ingress/annotations": ptr.To(`{}`)})
@@ -558,19 +568,19 @@ func TestResyncWritesNothing(t *testing.T) {
 	}
 }
 
-// TestForeignIngressAppearingDuringCreateIsReleased forces the race in
+// TestForeignIngressAppearingDuringCreateIsLeftAlone forces the race in
 // which someone creates the same-named Ingress, with exactly the values the
-// controller applies, after the controller read its cache and before its
-// create reaches the API server: the unforced apply merges without a
-// conflict, and the controller must give the object back untouched.
-func TestForeignIngressAppearingDuringCreateIsReleased(t *testing.T) {
+// controller writes, after the controller read its cache and before its
+// create reaches the API server: the controller must not take it over (an
+// apply would have merged into it without a conflict; a create fails).
+func TestForeignIngressAppearingDuringCreateIsLeftAlone(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, client)
 	var raced atomic.Bool
 	c := rest.CopyConfig(cfg)
 	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/ingresses/web") && raced.CompareAndSwap(false, true) {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/ingresses") && raced.CompareAndSwap(false, true) {
 				// Someone else creates the very Ingress the controller is about to create.
 				foreign := &networkingv1.Ingress{
 					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -596,7 +606,7 @@ func TestForeignIngressAppearingDuringCreateIsReleased(t *testing.T) {
 	m := framework.StartManager(t, c, o)
 	e := &env{t: t, ctx: context.Background(), client: client, ns: ns, m: m}
 	e.createService(seedService(ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "created by someone else")
+	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "is not controlled by this Service")
 	if !raced.Load() {
 		t.Fatal("the race was not exercised")
 	}
@@ -606,7 +616,12 @@ func TestForeignIngressAppearingDuringCreateIsReleased(t *testing.T) {
 			return false, err
 		}
 		if len(ing.OwnerReferences) != 0 {
-			return false, fmt.Errorf("owner references %v remain on the foreign Ingress", ing.OwnerReferences)
+			return false, fmt.Errorf("owner references %v on the foreign Ingress", ing.OwnerReferences)
+		}
+		for _, mf := range ing.ManagedFields {
+			if mf.Manager != "someone-else" {
+				return false, fmt.Errorf("the foreign Ingress was written by %s (%s)", mf.Manager, mf.Operation)
+			}
 		}
 		return true, nil
 	})

@@ -277,7 +277,7 @@ func TestShutdownDrainsInFlightWork(t *testing.T) {
 	c := rest.CopyConfig(cfg)
 	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/ingresses/") {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/ingresses") {
 				close(inFlight)
 				<-release // no context: the write must not be cancelled by the shutdown
 			}
@@ -296,7 +296,11 @@ func TestShutdownDrainsInFlightWork(t *testing.T) {
 	if _, err := client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	<-inFlight
+	select {
+	case <-inFlight:
+	case <-time.After(timeout):
+		t.Fatal("no Ingress create was sent")
+	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- m.Stop() }()
 	framework.Eventually(t, timeout, "the shutdown to start", func(context.Context) (bool, error) {
