@@ -300,7 +300,7 @@ func isStale(ing *networkingv1.Ingress, name string, svc *corev1.Service) bool {
 }
 
 // create creates desired with a plain create, the cheapest write the API
-// server has (a server-side apply that creates costs it about 1.5 times the
+// server has (a server-side apply that creates costs it 1.4 to 1.9 times the
 // CPU, see `make bench`). A create never merges into an Ingress someone
 // else made meanwhile: AlreadyExists means the cache is behind, and the
 // Ingress's own event brings the Service back to be looked at again.
