@@ -115,7 +115,8 @@ func backendApplyConfiguration(in *networkingv1.IngressBackend) *networkingv1ac.
 // It compares ApplyConfiguration(desired) with the fields fieldManager owns
 // in live, as networkingv1ac.ExtractIngress reads them from our entry of
 // metadata.managedFields: the Apply entry, or for an Ingress our create made
-// and no apply changed since, the Update entry. They differ when someone
+// and no apply changed since, the Update entry (both: true, so that the
+// update merges them). They differ when someone
 // else changed a field we owned (ownership moved to them), when the desired
 // state changed, or when desired no longer has a field we own (e.g. an
 // annotation dropped from ingress/annotations); a forced apply fixes each
@@ -133,10 +134,17 @@ func NeedsUpdate(live, desired *networkingv1.Ingress, fieldManager string) (bool
 		return true, nil
 	}
 	entry, ok := applyEntry(live, fieldManager)
-	if !ok {
-		if entry, ok = updateEntry(live, fieldManager); !ok {
-			return true, nil
-		}
+	_, hasUpdate := updateEntry(live, fieldManager)
+	switch {
+	case ok && hasUpdate:
+		// Fields only the Update entry owns cannot be compared with the
+		// Apply entry, nor removed by an apply: an update merges the two
+		// entries first, once.
+		return true, nil
+	case !ok && !hasUpdate:
+		return true, nil
+	case !ok:
+		entry, _ = updateEntry(live, fieldManager)
 	}
 	owned, err := extract(live, entry)
 	if err != nil {

@@ -428,6 +428,12 @@ func TestCreatedIngressLifecycle(t *testing.T) {
 	if _, ok := s.get().Annotations["ours"]; !ok {
 		t.Fatal("an apply alone removed a field our Update entry owns; the ownership upgrade is not needed any more")
 	}
+	// Left with both entries (e.g. by an older version of the controller
+	// that applied without the upgrade), the object must still count as
+	// needing an update, so that the update merges them and the field goes.
+	if !needsUpdate(t, s.cached(), without) {
+		t.Fatal("NeedsUpdate = false with our Apply and Update entries both present and a field only the Update entry owns")
+	}
 
 	// The controller's way: move our Update entry into our Apply entry
 	// (csaupgrade, as upgradeOwnership sends it), then apply.

@@ -334,7 +334,8 @@ func (c *Controller) create(ctx context.Context, svc *corev1.Service, desired *n
 // happens once per Ingress.
 func (c *Controller) update(ctx context.Context, svc *corev1.Service, desired, live *networkingv1.Ingress) error {
 	if _, ok := updateEntry(live, c.fieldManager); ok {
-		if err := c.upgradeOwnership(ctx, live); err != nil {
+		done, err := c.upgradeOwnership(ctx, svc, live)
+		if err != nil || !done {
 			return err
 		}
 	}
@@ -352,27 +353,33 @@ func (c *Controller) update(ctx context.Context, svc *corev1.Service, desired, l
 // it is computed from the object as the API server has it (the cache keeps
 // our entries only), and carries that object's ResourceVersion: a
 // concurrent write makes it fail with a conflict, and the sync is retried.
-func (c *Controller) upgradeOwnership(ctx context.Context, cached *networkingv1.Ingress) error {
+// It returns false (and writes nothing) when the fresh object is gone or no
+// longer controlled by svc: its informer event brings the key back.
+func (c *Controller) upgradeOwnership(ctx context.Context, svc *corev1.Service, cached *networkingv1.Ingress) (bool, error) {
 	ingresses := c.client.NetworkingV1().Ingresses(cached.Namespace)
 	live, err := ingresses.Get(ctx, cached.Name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading ingress %s/%s to move its fields to server-side apply: %w", cached.Namespace, cached.Name, err)
+	if apierrors.IsNotFound(err) {
+		return false, nil
 	}
-	if live.UID != cached.UID {
-		return fmt.Errorf("ingress %s/%s was replaced (UID %s, cached %s); waiting for the cache", cached.Namespace, cached.Name, live.UID, cached.UID)
+	if err != nil {
+		return false, fmt.Errorf("reading ingress %s/%s to move its fields to server-side apply: %w", cached.Namespace, cached.Name, err)
+	}
+	if live.UID != cached.UID || !IsControlledBy(live, svc) {
+		klog.FromContext(ctx).V(2).Info("Ingress replaced or no longer controlled by the Service since the cache was read; waiting for the cache", "ingress", klog.KObj(live))
+		return false, nil
 	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(c.fieldManager), c.fieldManager)
 	if err != nil {
-		return fmt.Errorf("moving the fields of ingress %s/%s to server-side apply: %w", cached.Namespace, cached.Name, err)
+		return false, fmt.Errorf("moving the fields of ingress %s/%s to server-side apply: %w", cached.Namespace, cached.Name, err)
 	}
 	if patch == nil {
-		return nil // done already (the cache is behind)
+		return true, nil // done already (the cache is behind)
 	}
 	if _, err := ingresses.Patch(ctx, live.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: c.fieldManager}); err != nil {
-		return fmt.Errorf("moving the fields of ingress %s/%s to server-side apply: %w", cached.Namespace, cached.Name, err)
+		return false, fmt.Errorf("moving the fields of ingress %s/%s to server-side apply: %w", cached.Namespace, cached.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Moved the Ingress's fields from our Update entry to our Apply entry", "ingress", klog.KObj(live))
-	return nil
+	return true, nil
 }
 
 // deleteIngress deletes ing, with its UID as a precondition so that a
