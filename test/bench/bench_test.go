@@ -86,7 +86,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	if cold := res.Ingress.Phases[0]; !(cold.CacheSyncSeconds > 0) || cold.IngressWrites["POST"] < n {
-		t.Errorf("cold = %+v, want a time to caches synced and at least %d applies", cold, n)
+		t.Errorf("cold = %+v, want a time to caches synced and at least %d creates", cold, n)
 	}
 	if rs := res.Ingress.Restart; rs.Seconds < cfg.RestartWindow.Seconds() || rs.Syncs < n {
 		t.Errorf("restart = %+v, want a %v window in which the manager synced all %d Services", rs, cfg.RestartWindow, n)

@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 )
@@ -116,11 +114,14 @@ func (r *run) limit(ctx context.Context) error {
 	// watches the phases it times: both sides carry the same measuring
 	// apparatus (a watch costs the API server an event per write, and the
 	// harness the decoding).
-	stopWatch, err := watchIngresses(ctx, r.client, limitNamespace)
+	lw, err := newWatcher(r.client, limitNamespace)
 	if err != nil {
 		return err
 	}
-	defer stopWatch()
+	defer lw.shutdown()
+	if err := lw.start(ctx); err != nil {
+		return err
+	}
 	ings := r.client.NetworkingV1().Ingresses(limitNamespace)
 	lim := &r.res.Limit
 	cpu0 := sampleCPU()
@@ -213,22 +214,4 @@ func createNamespace(ctx context.Context, client kubernetes.Interface, name stri
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil
-}
-
-// watchIngresses runs an informer on the Ingresses of namespace, as the
-// watcher does, until the returned function is called.
-func watchIngresses(ctx context.Context, client kubernetes.Interface, namespace string) (func(), error) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
-	informer := factory.Networking().V1().Ingresses().Informer()
-	stop := make(chan struct{})
-	factory.Start(stop)
-	stopAll := func() {
-		close(stop)
-		factory.Shutdown()
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		stopAll()
-		return nil, fmt.Errorf("watching the ingresses of %s: %w", namespace, ctx.Err())
-	}
-	return stopAll, nil
 }

@@ -115,12 +115,12 @@ func backendApplyConfiguration(in *networkingv1.IngressBackend) *networkingv1ac.
 // It compares ApplyConfiguration(desired) with the fields fieldManager owns
 // in live, as networkingv1ac.ExtractIngress reads them from our entry of
 // metadata.managedFields: the Apply entry, or for an Ingress our create made
-// and no apply changed since, the Update entry (both: true, so that the
-// update merges them). They differ when someone
+// and no apply changed since, the Update entry. They differ when someone
 // else changed a field we owned (ownership moved to them), when the desired
 // state changed, or when desired no longer has a field we own (e.g. an
 // annotation dropped from ingress/annotations); a forced apply fixes each
-// case. It is true when live has no entry of fieldManager at all.
+// case. It is true when live has no entry of fieldManager at all, and when
+// it has both (the update merges them, see Controller.update).
 //
 // live must come from the API server (or an informer cache that keeps our
 // managedFields entries). A nil live needs an update (a create). On error it
@@ -133,18 +133,16 @@ func NeedsUpdate(live, desired *networkingv1.Ingress, fieldManager string) (bool
 	if live == nil {
 		return true, nil
 	}
-	entry, ok := applyEntry(live, fieldManager)
-	_, hasUpdate := updateEntry(live, fieldManager)
-	switch {
-	case ok && hasUpdate:
-		// Fields only the Update entry owns cannot be compared with the
-		// Apply entry, nor removed by an apply: an update merges the two
-		// entries first, once.
+	entry, hasApply := ownEntry(live, fieldManager, metav1.ManagedFieldsOperationApply)
+	updated, hasUpdate := ownEntry(live, fieldManager, metav1.ManagedFieldsOperationUpdate)
+	if hasApply == hasUpdate {
+		// None: nothing is ours yet. Both: fields only the Update entry owns
+		// can neither be compared with the Apply entry nor removed by an
+		// apply, so the update merges the two entries first, once.
 		return true, nil
-	case !ok && !hasUpdate:
-		return true, nil
-	case !ok:
-		entry, _ = updateEntry(live, fieldManager)
+	}
+	if hasUpdate {
+		entry = updated
 	}
 	owned, err := extract(live, entry)
 	if err != nil {
@@ -180,24 +178,14 @@ func (b *Builder) NeedsUpdate(live, desired *networkingv1.Ingress) (bool, error)
 	return NeedsUpdate(live, desired, b.fieldManager)
 }
 
-// applyEntry returns live's managedFields entry of operation Apply on the
-// main resource for fieldManager: the one ExtractIngress reads.
-func applyEntry(live *networkingv1.Ingress, fieldManager string) (metav1.ManagedFieldsEntry, bool) {
+// ownEntry returns live's managedFields entry of operation op on the main
+// resource for fieldManager. The Apply entry is the one ExtractIngress
+// reads; the Update entry is the one a create (or any other write but an
+// apply) by fieldManager makes; entries are kept one per API version, the
+// most recent first.
+func ownEntry(live *networkingv1.Ingress, fieldManager string, op metav1.ManagedFieldsOperationType) (metav1.ManagedFieldsEntry, bool) {
 	for _, e := range live.ManagedFields {
-		if e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			return e, true
-		}
-	}
-	return metav1.ManagedFieldsEntry{}, false
-}
-
-// updateEntry returns live's managedFields entry of operation Update on the
-// main resource for fieldManager: the one a create (or any other write but
-// an apply) by fieldManager makes. Entries are kept one per API version;
-// the first is the most recent.
-func updateEntry(live *networkingv1.Ingress, fieldManager string) (metav1.ManagedFieldsEntry, bool) {
-	for _, e := range live.ManagedFields {
-		if e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" {
+		if e.Manager == fieldManager && e.Operation == op && e.Subresource == "" {
 			return e, true
 		}
 	}

@@ -443,7 +443,7 @@ func TestCreatedIngressLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.update(manager, func(ing *networkingv1.Ingress) { ing.ManagedFields = live.ManagedFields })
-	if _, ok := updateEntry(s.get(), manager); ok {
+	if _, ok := ownEntry(s.get(), manager, metav1.ManagedFieldsOperationUpdate); ok {
 		t.Fatalf("our Update entry survived the upgrade: %s", dump.Pretty(s.get().ManagedFields))
 	}
 	if needsUpdate(t, s.cached(), with) {

@@ -333,7 +333,7 @@ func (c *Controller) create(ctx context.Context, svc *corev1.Service, desired *n
 // when it upgrades client-side-applied objects (client-go csaupgrade). This
 // happens once per Ingress.
 func (c *Controller) update(ctx context.Context, svc *corev1.Service, desired, live *networkingv1.Ingress) error {
-	if _, ok := updateEntry(live, c.fieldManager); ok {
+	if _, ok := ownEntry(live, c.fieldManager, metav1.ManagedFieldsOperationUpdate); ok {
 		done, err := c.upgradeOwnership(ctx, svc, live)
 		if err != nil || !done {
 			return err
