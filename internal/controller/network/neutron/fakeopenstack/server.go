@@ -1058,6 +1058,26 @@ func (s *Server) page(r *http.Request, ids []string) ([]string, []map[string]str
 	return ids, links, true
 }
 
+// writeListPage writes the page of a list response the request asks for:
+// ids are the matching objects in list order, views their bodies, key the
+// collection ("networks", "subnets"), with "<key>_links" to the next page.
+func writeListPage[V any](s *Server, w http.ResponseWriter, r *http.Request, key string, ids []string, views map[string]V) {
+	ids, links, ok := s.page(r, ids)
+	if !ok {
+		neutronErr(w, http.StatusNotFound, "MarkerNotFound", "Marker %s could not be found.", r.URL.Query().Get("marker"))
+		return
+	}
+	out := make([]V, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, views[id])
+	}
+	body := map[string]any{key: out}
+	if links != nil {
+		body[key+"_links"] = links
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
 func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if !checkFilters(w, q, networkFilters) {
@@ -1074,20 +1094,7 @@ func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	ids, links, ok := s.page(r, ids)
-	if !ok {
-		neutronErr(w, http.StatusNotFound, "MarkerNotFound", "Marker %s could not be found.", q.Get("marker"))
-		return
-	}
-	out := make([]Network, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, views[id])
-	}
-	body := map[string]any{"networks": out}
-	if links != nil {
-		body["networks_links"] = links
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeListPage(s, w, r, "networks", ids, views)
 }
 
 func (s *Server) getNetwork(w http.ResponseWriter, r *http.Request) {
@@ -1212,20 +1219,7 @@ func (s *Server) listSubnets(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	ids, links, ok := s.page(r, ids)
-	if !ok {
-		neutronErr(w, http.StatusNotFound, "MarkerNotFound", "Marker %s could not be found.", q.Get("marker"))
-		return
-	}
-	out := make([]Subnet, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, views[id])
-	}
-	body := map[string]any{"subnets": out}
-	if links != nil {
-		body["subnets_links"] = links
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeListPage(s, w, r, "subnets", ids, views)
 }
 
 func (s *Server) getSubnet(w http.ResponseWriter, r *http.Request) {
