@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"maps"
 	"net/netip"
 	"regexp"
@@ -23,7 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-sample/controller-manager/internal/controller/network/memory"
-	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/fakeopenstack"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 )
@@ -232,36 +234,74 @@ func memoryState(mem *memory.Backend, ns string, creates func() map[types.UID]in
 
 var uidInDescription = regexp.MustCompile(`\(uid ([^)]+)\)`)
 
-// neutronState reads the fake Neutron: every network there is the
-// controller's (the tests share no cloud), tagged or not; creates counts
-// the networks created through the API per UID named in their
-// description.
-func neutronState(cloud *fakeopenstack.Server) backendState {
+// cloud is the real OpenStack as one test sees it: a fault proxy in front
+// of it, and a managed-by value of the test's own, so the state it reads is
+// only what its managers made.
+type cloud struct {
+	*neutrontest.Proxy
+	real      *neutrontest.Cloud
+	managedBy string
+	t         *testing.T
+}
+
+func newCloud(t *testing.T) *cloud {
+	real := neutrontest.Get(t)
+	c := &cloud{Proxy: real.NewProxy(t), real: real, managedBy: neutrontest.UniqueManagedBy(), t: t}
+	real.CleanupManagedBy(t, c.managedBy)
+	return c
+}
+
+// Env is the OS_* configuration of a manager that reaches OpenStack through
+// the proxy.
+func (c *cloud) Env() map[string]string { return c.Proxy.Env(c.real.Env()) }
+
+// args are the manager flags that keep its Neutron networks apart.
+func (c *cloud) args() []string { return []string{"--neutron-managed-by=" + c.managedBy} }
+
+// backend returns an in-process Neutron backend configured as a manager is.
+func (c *cloud) backend() *neutron.Backend {
+	return c.real.Backend(c.t, neutron.Options{Getenv: neutrontest.Getenv(c.Env()), ManagedBy: c.managedBy})
+}
+
+// state reads real Neutron as the admin: the networks of the test's
+// managed-by, tagged or not yet (an interrupted create leaves an untagged
+// network whose description names it); creates counts the networks created
+// through the proxy per UID named in their description.
+func (c *cloud) state() backendState {
 	return func() ([]backendNetwork, map[types.UID]int) {
-		subnets := map[string][]fakeopenstack.Subnet{}
-		for _, s := range cloud.Subnets() {
-			subnets[s.NetworkID] = append(subnets[s.NetworkID], s)
+		admin := c.real.Admin(c.t)
+		suffix := "managed by " + c.managedBy
+		subnetsOf := map[string][]subnets.Subnet{}
+		pages, err := subnets.List(admin, subnets.ListOpts{ProjectID: c.real.ProjectID}).AllPages(context.Background())
+		if err != nil {
+			c.t.Fatalf("listing subnets: %v", err)
+		}
+		subs, _ := subnets.ExtractSubnets(pages)
+		for _, s := range subs {
+			subnetsOf[s.NetworkID] = append(subnetsOf[s.NetworkID], s)
 		}
 		var out []backendNetwork
-		for _, n := range cloud.Networks() {
+		for _, n := range c.real.Networks(c.t, admin, "") {
+			ours := strings.HasSuffix(n.Description, suffix)
 			b := backendNetwork{}
 			for _, tag := range n.Tags {
-				if uid, ok := strings.CutPrefix(tag, "k8s-network-uid="); ok {
+				if uid, ok := strings.CutPrefix(tag, neutron.UIDTagPrefix); ok {
 					b.UID = types.UID(uid)
 				}
+				ours = ours || tag == neutron.ManagedByTagPrefix+c.managedBy
 			}
-			for _, s := range subnets[n.ID] {
+			if !ours {
+				continue
+			}
+			for _, s := range subnetsOf[n.ID] {
 				b.Subnets++
-				b.CIDR = s.CIDR
-				if s.GatewayIP != nil {
-					b.Gateway = *s.GatewayIP
-				}
+				b.CIDR, b.Gateway = s.CIDR, s.GatewayIP
 			}
 			out = append(out, b)
 		}
 		creates := map[types.UID]int{}
-		for _, n := range cloud.CreatedNetworks() {
-			if m := uidInDescription.FindStringSubmatch(n.Description); m != nil {
+		for _, d := range c.CreatedNetworks() {
+			if m := uidInDescription.FindStringSubmatch(d); m != nil {
 				creates[types.UID(m[1])]++
 			} else {
 				creates[""]++

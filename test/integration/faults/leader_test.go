@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/fakeopenstack"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
@@ -23,12 +22,12 @@ type leaderEnv struct {
 	kube   kubernetes.Interface
 	sample versioned.Interface
 	ns     string
-	cloud  *fakeopenstack.Server
+	cloud  *cloud
 }
 
 func newLeaderEnv(t *testing.T) *leaderEnv {
 	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	cloud := fakeopenstack.NewForTest(t)
+	cloud := newCloud(t)
 	// Slow enough that a backend create is a multi-second affair in flight.
 	cloud.SetLatency(50 * time.Millisecond)
 	return &leaderEnv{t: t, kube: kube, sample: versioned.NewForConfigOrDie(framework.Config(cfg)),
@@ -38,7 +37,7 @@ func newLeaderEnv(t *testing.T) *leaderEnv {
 // start runs a manager with identity id through kubeconfig, with extra
 // arguments.
 func (e *leaderEnv) start(id, kubeconfig string, extra ...string) *process {
-	args := managerArgs(kubeconfig, e.ns, append(leaderArgs(e.ns, id), extra...)...)
+	args := managerArgs(kubeconfig, e.ns, append(append(leaderArgs(e.ns, id), e.cloud.args()...), extra...)...)
 	return startProcess(e.t, id, e.cloud.Env(), args...)
 }
 
@@ -95,11 +94,11 @@ func (e *leaderEnv) finish(ctx context.Context, created <-chan error, a, b *proc
 	if err := <-created; err != nil {
 		e.t.Fatal(err)
 	}
-	nothingLost(e.t, 2*time.Minute, settled{kube: e.kube, sample: e.sample, ns: e.ns, backend: neutronState(e.cloud), logs: []func() string{a.Logs, b.Logs}})
+	nothingLost(e.t, 2*time.Minute, settled{kube: e.kube, sample: e.sample, ns: e.ns, backend: e.cloud.state(), logs: []func() string{a.Logs, b.Logs}})
 	if h, transitions, err := e.holder(ctx); err != nil || h != b.name || transitions != 1 {
 		e.t.Errorf("Lease held by %q after %d transitions (%v); want %s after 1", h, transitions, err, b.name)
 	}
-	_, creates := neutronState(e.cloud)()
+	_, creates := e.cloud.state()()
 	return maxCreates(creates)
 }
 

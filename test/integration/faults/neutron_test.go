@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
-	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/fakeopenstack"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
@@ -46,18 +44,14 @@ func TestNeutronFaults(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	sample := versioned.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, kube)
-	cloud := fakeopenstack.NewForTest(t)
-	env := cloud.Env()
-	backend, err := neutron.New(ctx, neutron.Options{Getenv: func(k string) string { return env[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := newCloud(t)
+	backend := cloud.backend()
 	o := framework.Options()
 	o.Controllers = []string{"network"}
 	o.Namespace = ns
 	o.NetworkBackend = backend
 	m := framework.StartManager(t, cfg, o)
-	check := settled{kube: kube, sample: sample, ns: ns, backend: neutronState(cloud), logs: []func() string{m.Logs}}
+	check := settled{kube: kube, sample: sample, ns: ns, backend: cloud.state(), logs: []func() string{m.Logs}}
 	create := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
@@ -129,7 +123,7 @@ func TestNeutronFaults(t *testing.T) {
 			t.Errorf("%s not deleted after Neutron came back: %v", name, err)
 		}
 	}
-	_, creates := neutronState(cloud)()
+	_, creates := cloud.state()()
 	most, total := maxCreates(creates)
 	t.Logf("counts: 12 Networks, 4 deleted; sync errors retried: %d (%d during the 500s); untagged networks adopted: %d; "+
 		"converged in %v at 2s per request; deletes completed %v after Neutron came back; Neutron requests: %d; backend creates %d, at most %d per Network UID",

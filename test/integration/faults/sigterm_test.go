@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/fakeopenstack"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
@@ -30,10 +29,10 @@ func TestSIGTERMDrainsInFlightWork(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	sample := versioned.NewForConfigOrDie(framework.Config(cfg))
 	ns := framework.CreateNamespace(t, kube)
-	cloud := fakeopenstack.NewForTest(t)
+	cloud := newCloud(t)
 	cloud.SetLatency(300 * time.Millisecond)
 	kubeconfig := writeKubeconfig(t, cfg)
-	args := managerArgs(kubeconfig, ns, "--shutdown-timeout="+shutdownTimeout.String(), "--network-workers=4")
+	args := managerArgs(kubeconfig, ns, append(cloud.args(), "--shutdown-timeout="+shutdownTimeout.String(), "--network-workers=4")...)
 	first := startProcess(t, "manager-1", cloud.Env(), args...)
 	first.waitLog("Caches synced", time.Minute)
 
@@ -68,7 +67,7 @@ func TestSIGTERMDrainsInFlightWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, _ := neutronState(cloud)()
+	backend, _ := cloud.state()()
 	ready := 0
 	for _, n := range nets.Items {
 		c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)
@@ -94,9 +93,9 @@ func TestSIGTERMDrainsInFlightWork(t *testing.T) {
 
 	cloud.SetLatency(0)
 	second := startProcess(t, "manager-2", cloud.Env(), args...)
-	nothingLost(t, time.Minute, settled{kube: kube, sample: sample, ns: ns, backend: neutronState(cloud),
+	nothingLost(t, time.Minute, settled{kube: kube, sample: sample, ns: ns, backend: cloud.state(),
 		logs: []func() string{first.Logs, second.Logs}})
-	_, creates := neutronState(cloud)()
+	_, creates := cloud.state()()
 	most, total := maxCreates(creates)
 	t.Logf("counts: %d Networks; restarts: 1 (SIGTERM); drained in %v; backend creates %d, at most %d per Network UID; synced by the second manager: %d",
 		networks, took.Round(time.Millisecond), total, most, networks-ready)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
@@ -96,6 +97,10 @@ type Backend struct {
 	client    *gophercloud.ServiceClient
 	managedBy string
 	timeout   time.Duration
+	// projectID is the project the token is scoped to. Every lookup is
+	// limited to it: an admin's token sees every project's networks, and
+	// another project's network is never ours, whatever its tags say.
+	projectID string
 }
 
 var _ network.Backend = (*Backend)(nil)
@@ -115,6 +120,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("invalid ManagedBy %q: %w", b.managedBy, err)
 	}
 	if b.client != nil {
+		b.projectID = projectOf(b.client.ProviderClient)
 		return b, nil
 	}
 
@@ -165,6 +171,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		}
 	}
 
+	b.projectID = projectOf(pc)
 	if opts.Endpoint != "" {
 		ep := gophercloud.NormalizeURL(opts.Endpoint)
 		b.client = &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: ep, ResourceBase: ep + "v2.0/", Type: "network"}
@@ -180,6 +187,22 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	b.client = sc
 	return b, nil
+}
+
+// projectOf returns the ID of the project pc's Keystone v3 token is scoped
+// to, or "" when it is not known (then lookups are not limited by project).
+func projectOf(pc *gophercloud.ProviderClient) string {
+	if pc == nil {
+		return ""
+	}
+	r, ok := pc.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return ""
+	}
+	if p, err := r.ExtractProject(); err == nil && p != nil {
+		return p.ID
+	}
+	return ""
 }
 
 func who(ao gophercloud.AuthOptions) string {
@@ -293,6 +316,7 @@ func (b *Backend) withTimeout(ctx context.Context) (context.Context, context.Can
 }
 
 func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
+	opts.ProjectID = b.projectID
 	pages, err := networks.List(b.client, opts).AllPages(ctx)
 	if err != nil {
 		return nil, classify("list networks", err)
@@ -305,6 +329,7 @@ func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]n
 }
 
 func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
+	opts.ProjectID = b.projectID
 	pages, err := subnets.List(b.client, opts).AllPages(ctx)
 	if err != nil {
 		return nil, classify("list subnets", err)
@@ -496,7 +521,15 @@ func (b *Backend) UpdateGateway(ctx context.Context, uid types.UID, gateway stri
 	}
 	old := s.GatewayIP
 	gw := gateway
-	s, err = subnets.Update(ctx, b.client, s.ID, subnets.UpdateOpts{GatewayIP: &gw}).Extract()
+	// Neutron refuses a gateway inside an allocation pool, and a subnet
+	// created without pools has every address but the gateway in one: the
+	// pools move with the gateway, to what Neutron gives a subnet created
+	// with the new gateway.
+	pools, err := allocationPools(s.CIDR, gateway)
+	if err != nil {
+		return nil, network.Permanent("update gateway of subnet", samplecrdv1.ReasonBackendRejected, err)
+	}
+	s, err = subnets.Update(ctx, b.client, s.ID, subnets.UpdateOpts{GatewayIP: &gw, AllocationPools: pools}).Extract()
 	if err != nil {
 		return nil, classify("update gateway of subnet", err)
 	}
@@ -535,16 +568,25 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 		if err != nil {
 			return err
 		}
+		var foreign []string
 		for _, s := range subs {
 			ours := slices.Contains(s.Tags, b.uidTag(target.UID)) ||
 				(uidFromTags(s.Tags) == "" && target.Namespace != "" && s.Description == b.description(target))
 			if !ours {
+				foreign = append(foreign, s.ID)
 				continue
 			}
 			if err := subnets.Delete(ctx, b.client, s.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 				return classify("delete subnet "+s.ID, err)
 			}
 			logger.Info("Deleted Neutron subnet", "networkID", n.ID, "subnetID", s.ID)
+		}
+		if len(foreign) > 0 {
+			// Neutron deletes a network's unused subnets with it, whoever
+			// made them: leave the network to whoever added subnets to it.
+			return network.Transient("delete network "+n.ID, samplecrdv1.ReasonBackendInUse, fmt.Errorf(
+				"the network also holds subnets this controller did not create (%s): delete them, or remove them from the network, and the delete goes on",
+				strings.Join(foreign, ", ")))
 		}
 		if err := networks.Delete(ctx, b.client, n.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return classify("delete network "+n.ID, err)

@@ -1,0 +1,295 @@
+package neutrontest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+)
+
+// Proxy is a reverse proxy on 127.0.0.1 in front of the real Keystone
+// (under /identity) and Neutron (under /networking) that injects what the
+// real servers cannot be made to do on demand: error statuses, latency,
+// dropped connections and expired tokens. It counts requests per route.
+//
+// The service catalogs Keystone returns through it name the proxy as the
+// network endpoint, so a client configured with AuthURL finds Neutron
+// through the catalog as usual and reaches it only through the proxy.
+type Proxy struct {
+	// URL is the proxy's base URL.
+	URL string
+
+	srv      *httptest.Server
+	mu       sync.Mutex
+	latency  time.Duration
+	down     bool
+	failNext []int
+	routes   map[string]*routeFault
+	counts   map[string]int
+	created  []string // descriptions of the networks created through the proxy
+}
+
+type routeFault struct{ status, remaining int }
+
+const (
+	identityPrefix = "/identity"
+	networkPrefix  = "/networking"
+)
+
+// NewProxy starts a proxy in front of c; it stops when t ends.
+func (c *Cloud) NewProxy(t testing.TB) *Proxy {
+	t.Helper()
+	keystone, err := url.Parse(c.KeystoneURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := url.Parse(c.NeutronURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{routes: map[string]*routeFault{}, counts: map[string]int{}}
+	kp, np := httputil.NewSingleHostReverseProxy(keystone), httputil.NewSingleHostReverseProxy(nw)
+	kp.ModifyResponse = func(resp *http.Response) error {
+		// The catalog of a new token: Neutron through the proxy.
+		if resp.Request.Method != http.MethodPost || !strings.HasSuffix(resp.Request.URL.Path, "/auth/tokens") {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		body = bytes.ReplaceAll(body, []byte(`"`+strings.TrimSuffix(c.NeutronURL, "/")), []byte(`"`+p.URL+networkPrefix))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	np.ModifyResponse = func(resp *http.Response) error {
+		if resp.StatusCode != http.StatusCreated || resp.Request.Method != http.MethodPost || !strings.HasSuffix(resp.Request.URL.Path, "/v2.0/networks") {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		var created struct {
+			Network struct {
+				Description string `json:"description"`
+			} `json:"network"`
+		}
+		if json.Unmarshal(body, &created) == nil {
+			p.mu.Lock()
+			p.created = append(p.created, created.Network.Description)
+			p.mu.Unlock()
+		}
+		return nil
+	}
+	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var next http.Handler
+		switch {
+		case strings.HasPrefix(r.URL.Path, identityPrefix):
+			r.URL.Path = strings.TrimPrefix(r.URL.Path, identityPrefix)
+			next = kp
+		case strings.HasPrefix(r.URL.Path, networkPrefix):
+			r.URL.Path = strings.TrimPrefix(r.URL.Path, networkPrefix)
+			next = np
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		r.URL.RawPath = ""
+		p.serve(w, r, next)
+	}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.srv.Listener = l
+	p.srv.Start()
+	t.Cleanup(p.srv.Close)
+	p.URL = p.srv.URL
+	return p
+}
+
+// AuthURL is Keystone's v3 URL through the proxy.
+func (p *Proxy) AuthURL() string { return p.URL + identityPrefix + "/v3" }
+
+// Env returns env with OS_AUTH_URL pointing through the proxy.
+func (p *Proxy) Env(env map[string]string) map[string]string {
+	out := clone(env)
+	out["OS_AUTH_URL"] = p.AuthURL()
+	return out
+}
+
+// Backend returns a backend of the controller's user that reaches Keystone
+// and Neutron only through p (opts as for Cloud.Backend).
+func (p *Proxy) Backend(t testing.TB, c *Cloud, opts neutron.Options) *neutron.Backend {
+	t.Helper()
+	if opts.Getenv == nil {
+		opts.Getenv = Getenv(p.Env(c.env))
+	}
+	return c.Backend(t, opts)
+}
+
+// CreatedNetworks returns the descriptions of the networks created through
+// the proxy, in order.
+func (p *Proxy) CreatedNetworks() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.created...)
+}
+
+var idSegment = regexp.MustCompile(`/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// route names a request as Count does: "POST /v2.0/subnets",
+// "PUT /v2.0/networks/{id}/tags", "POST /v3/auth/tokens".
+func route(r *http.Request) string {
+	return r.Method + " " + idSegment.ReplaceAllString(r.URL.Path, "/{id}")
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	rt := route(r)
+	p.mu.Lock()
+	p.counts[rt]++
+	latency, down := p.latency, p.down
+	p.mu.Unlock()
+
+	if latency > 0 {
+		timer := time.NewTimer(latency)
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			timer.Stop()
+			return
+		}
+	}
+	if down {
+		// As a dead server or load balancer: the connection closes with no
+		// response.
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+
+	p.mu.Lock()
+	status := 0
+	if f := p.routes[rt]; f != nil && f.remaining != 0 {
+		status = f.status
+		if f.remaining > 0 {
+			f.remaining--
+		}
+	} else if strings.Contains(rt, " /v2.0/") && len(p.failNext) > 0 {
+		status = p.failNext[0]
+		p.failNext = p.failNext[1:]
+	}
+	p.mu.Unlock()
+	if status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"NeutronError": {"type": "Injected", "message": "injected by the test proxy: %s", "detail": ""}}`,
+			http.StatusText(status))
+		return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// SetLatency delays every request by d (0 removes it).
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = d
+}
+
+// SetDown makes the proxy drop every request (connection closed, no
+// response) until SetDown(false).
+func (p *Proxy) SetDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+}
+
+// FailNext makes the next n Neutron API requests fail with status.
+func (p *Proxy) FailNext(n, status int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range n {
+		p.failNext = append(p.failNext, status)
+	}
+}
+
+// FailRoute makes the next n requests to route (as Count names it) fail
+// with status; n < 0: until ClearFaults. A 401 on a Neutron route is what a
+// client sees when its token expired.
+func (p *Proxy) FailRoute(route string, status, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.routes[route] = &routeFault{status: status, remaining: n}
+}
+
+// ClearFaults removes every fault.
+func (p *Proxy) ClearFaults() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency, p.down, p.failNext = 0, false, nil
+	p.routes = map[string]*routeFault{}
+}
+
+// Count returns how many requests route received (faulted ones too).
+func (p *Proxy) Count(route string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts[route]
+}
+
+// Counts returns a copy of every route's count.
+func (p *Proxy) Counts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(p.counts))
+	for k, v := range p.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Writes returns the number of Neutron write requests (POST, PUT, DELETE).
+func (p *Proxy) Writes() int {
+	n := 0
+	for k, v := range p.Counts() {
+		if strings.Contains(k, " /v2.0/") && !strings.HasPrefix(k, "GET ") {
+			n += v
+		}
+	}
+	return n
+}
+
+// Requests returns the number of Neutron API requests.
+func (p *Proxy) Requests() int {
+	n := 0
+	for k, v := range p.Counts() {
+		if strings.Contains(k, " /v2.0/") {
+			n += v
+		}
+	}
+	return n
+}
