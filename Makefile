@@ -40,15 +40,24 @@ image: ## Build the container image IMG (docker build; default controller-manage
 manifests: ## Print config/default as `kubectl apply -k config/default` applies it (no kustomize needed).
 	@$(GO) run ./hack/render-manifests config/default
 
+# OPENSTACK=local makes `make run` also start the local Keystone + Neutron
+# (hack/openstack-up.sh) and run the network controller on it.
+OPENSTACK  ?=
+
 .PHONY: run
-run: build ## Run every controller: against KUBECONFIG or ARGS=--kubeconfig=... if given, else on a local control plane.
-	@if [[ -n "$${KUBECONFIG:-}" || "$(ARGS)" == *--kubeconfig* || "$(ARGS)" == *--master* ]]; then \
+run: build ## Run every controller: against KUBECONFIG or ARGS=--kubeconfig=... if given, else on a local control plane; OPENSTACK=local adds a local Keystone + Neutron for the network controller.
+	@case "$(OPENSTACK)" in \
+		"") wrap=() args=() ;; \
+		local) wrap=(hack/with-openstack.sh --openrc) args=(--network-backend=neutron) ;; \
+		*) echo "make run: OPENSTACK=$(OPENSTACK): use OPENSTACK=local, or nothing (in-memory network backend)" >&2; exit 2 ;; \
+	esac; \
+	if [[ -n "$${KUBECONFIG:-}" || "$(ARGS)" == *--kubeconfig* || "$(ARGS)" == *--master* ]]; then \
 		echo "make run: using the given cluster ($${KUBECONFIG:-from ARGS})"; \
-		exec $(BIN)/controller-manager $(ARGS); \
+		exec "$${wrap[@]}" $(BIN)/controller-manager "$${args[@]}" $(ARGS); \
 	else \
 		hack/build-tools.sh kube-apiserver etcd; \
 		$(GO) build -o $(BIN)/local-up ./hack/local-up; \
-		exec $(BIN)/local-up -- $(ARGS); \
+		exec "$${wrap[@]}" $(BIN)/local-up -- "$${args[@]}" $(ARGS); \
 	fi
 
 .PHONY: generate
@@ -62,8 +71,8 @@ verify: ## Check formatting, vet and generated code.
 	@if [[ -x hack/verify-codegen.sh ]]; then hack/verify-codegen.sh; fi
 
 .PHONY: test
-test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd), and the fuzz targets briefly.
-	$(GO) test $(TEST_FLAGS) ./...
+test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), and the fuzz targets briefly.
+	hack/with-openstack.sh $(GO) test $(TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
 # Objects per phase of `make bench`; BENCH_ARGS passes more flags to the
@@ -76,6 +85,14 @@ bench: ## Measure the controllers against the API server's own limit on a fresh 
 	hack/build-tools.sh kube-apiserver etcd
 	$(GO) run ./test/bench/cmd/bench -n $(N) $(BENCH_ARGS)
 
+.PHONY: openstack-up
+openstack-up: ## Start the local Keystone + Neutron (installs Debian's packages when missing; needs root for that).
+	hack/openstack-up.sh
+
+.PHONY: openstack-down
+openstack-down: ## Stop the local Keystone + Neutron that openstack-up started.
+	hack/openstack-down.sh
+
 .PHONY: clean
-clean: ## Remove built binaries and local run state.
+clean: openstack-down ## Remove built binaries and local run state.
 	rm -rf $(BIN) .run

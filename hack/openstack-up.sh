@@ -16,7 +16,8 @@
 #   *.log           the servers' logs; *.pid their process IDs
 #
 # It is idempotent: when the servers of OPENSTACK_DIR already answer, it
-# prints so and exits 0 ("already running"). Installing needs root (apt-get);
+# prints so and exits 0 ("already running"). `--running` only tells: exit 0
+# when they answer, 1 otherwise. Installing needs root (apt-get);
 # package scripts are kept from starting system services, and no running
 # system service is touched: the servers listen on free loopback ports and
 # run from OPENSTACK_DIR's configuration only.
@@ -40,13 +41,21 @@ die() { echo "openstack-up: $*" >&2; exit 1; }
 
 answers() { curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null; }
 
-if [[ -f "${DIR}/env" ]]; then
+running() {
+  [[ -f "${DIR}/env" ]] || return 1
   # shellcheck disable=SC1091
   source "${DIR}/env"
-  if answers "${KEYSTONE_URL}/v3" && answers "${NEUTRON_URL}/"; then
-    say "already running (state in ${DIR})"
-    exit 0
-  fi
+  answers "${KEYSTONE_URL}/v3" && answers "${NEUTRON_URL}/"
+}
+if [[ "${1:-}" == "--running" ]]; then
+  running
+  exit
+fi
+if running; then
+  say "already running (state in ${DIR})"
+  exit 0
+fi
+if [[ -f "${DIR}/env" ]]; then
   say "a previous run in ${DIR} is not answering; stopping what is left of it"
   "${ROOT}/hack/openstack-down.sh" >/dev/null 2>&1 || true
 fi

@@ -234,7 +234,13 @@ func (l *Loop[T]) handleErr(ctx context.Context, key T, err error) {
 	var after *RequeueAfter
 	if errors.As(err, &after) {
 		l.Queue.Forget(key)
-		logger.V(2).Info("Sync asked to look again later", "key", key, "after", after.Delay, "err", after.Err)
+		if after.Err != nil {
+			// A failure that retrying cannot fix (it waits for an edit):
+			// once per change or per delay, so the default log shows it.
+			logger.Info("Sync failed; not retrying until the object changes or the delay passes", "key", key, "after", after.Delay, "err", after.Err)
+		} else {
+			logger.V(2).Info("Sync asked to look again later", "key", key, "after", after.Delay)
+		}
 		l.Queue.AddAfter(key, after.Delay)
 		return
 	}

@@ -1,12 +1,13 @@
 // Integration tests of the network controller against a real
-// kube-apiserver + etcd, with the in-memory backend and with the Neutron
-// backend against an OpenStack API server in the test.
+// kube-apiserver + etcd, with the in-memory backend, and with the Neutron
+// backend against the real Keystone and Neutron that `make test` starts.
 package network
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -27,7 +29,8 @@ import (
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/memory"
-	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/fakeopenstack"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
@@ -388,57 +391,177 @@ func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
 }
 
 // TestNeutronBackend runs the manager with --network-backend=neutron,
-// configured by the standard OS_* variables, against an OpenStack API
-// (Keystone v3 + Neutron v2.0) served by the test.
+// configured from the openrc of the real OpenStack `make test` starts (the
+// controller's user has the member role in its project only): the seed's
+// Network end to end, a gateway change in place, a restart that writes
+// nothing to Neutron, a delete while the manager is stopped, an orphan
+// collected, and a foreign network of the same name left alone.
 func TestNeutronBackend(t *testing.T) {
-	cloud := fakeopenstack.NewForTest(t)
-	for k, v := range cloud.Env() {
-		t.Setenv(k, v)
+	cloud := neutrontest.Get(t)
+	cloud.SetEnv(t)
+	managedBy := neutrontest.UniqueManagedBy()
+	cloud.CleanupManagedBy(t, managedBy)
+	member := cloud.Member(t)
+	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
+	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
+		ns: framework.CreateNamespace(t, kube)}
+	ours := neutron.ManagedByTagPrefix + managedBy
+
+	// Before the manager starts: an orphan of ours (its Network is long
+	// gone), and an operator's network with the very name ours will get.
+	orphanUID := types.UID(uuid.NewUUID())
+	seeded := cloud.Backend(t, neutron.Options{ManagedBy: managedBy})
+	if _, err := seeded.Create(e.ctx, network.Network{UID: orphanUID, Namespace: e.ns, Name: "deleted-long-ago",
+		CIDR: "10.9.0.0/24", Gateway: "10.9.0.1"}); err != nil {
+		t.Fatal(err)
 	}
+	foreign := cloud.AddNetwork(t, "", network.DisplayName(e.ns, "example-network"), "172.18.0.0/24", "172.18.0.1")
+
+	start := func() {
+		e.start(func(o *app.Options) {
+			o.NetworkBackend = nil
+			o.NetworkBackendName = "neutron"
+			o.NeutronManagedBy = managedBy
+			o.NetworkGCInterval = time.Second
+		})
+	}
+	start()
+	created := e.create(seedNetwork(t))
+	n := e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.waitEvent("example-network", corev1.EventTypeNormal, network.ReasonCreated, "192.168.0.0/16")
+
+	nets := cloud.Networks(t, member, neutron.UIDTagPrefix+string(created.UID)+","+ours)
+	if len(nets) != 1 || nets[0].ID != n.Status.NetworkID || nets[0].ProjectID != cloud.ProjectID {
+		t.Fatalf("Neutron networks of the seed's Network = %+v, want one, %s, in project %s", nets, n.Status.NetworkID, cloud.ProjectID)
+	}
+	subs := cloud.Subnets(t, member, nets[0].ID)
+	if len(subs) != 1 || subs[0].ID != n.Status.SubnetID || subs[0].CIDR != "192.168.0.0/16" || subs[0].GatewayIP != "192.168.0.1" || subs[0].IPVersion != 4 {
+		t.Fatalf("subnets = %+v, want 192.168.0.0/16 via 192.168.0.1 (%s)", subs, n.Status.SubnetID)
+	}
+
+	framework.Eventually(t, timeout, "the orphan collected", func(ctx context.Context) (bool, error) {
+		return len(cloud.Networks(t, member, neutron.UIDTagPrefix+string(orphanUID))) == 0, nil
+	})
+
+	// A routine edit: the gateway moves inside the same CIDR, in place.
+	n.Spec.Gateway = "192.168.0.254"
+	if _, err := e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n = e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.waitEvent("example-network", corev1.EventTypeNormal, network.ReasonUpdated, "192.168.0.254")
+	subs = cloud.Subnets(t, member, nets[0].ID)
+	if len(subs) != 1 || subs[0].ID != n.Status.SubnetID || subs[0].GatewayIP != "192.168.0.254" {
+		t.Fatalf("subnets after the gateway change = %+v, want subnet %s with gateway 192.168.0.254", subs, n.Status.SubnetID)
+	}
+
+	// Restart with converged state: no Neutron write (revisions unchanged),
+	// no API write. A second orphan collected after the restart shows a
+	// backend scan ran too.
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	netBefore, subBefore := nets[0].RevisionNumber, subs[0].RevisionNumber
+	if got := cloud.Networks(t, member, ours); len(got) != 1 {
+		t.Fatalf("%d networks of ours before the restart, want 1", len(got))
+	} else {
+		netBefore = got[0].RevisionNumber
+	}
+	second := types.UID(uuid.NewUUID())
+	if _, err := seeded.Create(e.ctx, network.Network{UID: second, Namespace: e.ns, Name: "also-gone",
+		CIDR: "10.9.1.0/24", Gateway: "10.9.1.1"}); err != nil {
+		t.Fatal(err)
+	}
+	start()
+	framework.Eventually(t, timeout, "the Network re-checked and a backend scan done", func(ctx context.Context) (bool, error) {
+		return e.m.CountLogs("Synced") >= 1 && len(cloud.Networks(t, member, neutron.UIDTagPrefix+string(second))) == 0, nil
+	})
+	after := cloud.Networks(t, member, ours)
+	if len(after) != 1 || after[0].RevisionNumber != netBefore {
+		t.Errorf("Neutron network after a restart: %+v, want revision %d (no write)", after, netBefore)
+	}
+	if s := cloud.Subnets(t, member, nets[0].ID); len(s) != 1 || s[0].RevisionNumber != subBefore {
+		t.Errorf("Neutron subnet after a restart: %+v, want revision %d (no write)", s, subBefore)
+	}
+	if w := e.writes.Writes(""); w != 0 {
+		t.Errorf("API writes after a restart with converged state = %d, want 0 (%s)", w, e.writes)
+	}
+
+	// Delete while the manager is stopped: the finalizer holds the Network,
+	// the restarted manager deletes its network and subnet.
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "example-network", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start()
+	e.waitGone("example-network")
+	if left := cloud.Networks(t, member, ours); len(left) != 0 {
+		t.Errorf("Neutron networks of ours after the delete: %+v", left)
+	}
+
+	// The operator's network of the same name: untouched throughout.
+	got, err := networks.Get(e.ctx, member, foreign.ID).Extract()
+	if err != nil || got.RevisionNumber != foreign.RevisionNumber || len(got.Tags) != 0 {
+		t.Errorf("the operator's network = %+v, %v; want it unchanged (revision %d, no tags)", got, err, foreign.RevisionNumber)
+	}
+	if s := cloud.Subnets(t, member, foreign.ID); len(s) != 1 || s[0].GatewayIP != "172.18.0.1" || s[0].RevisionNumber != 0 {
+		t.Errorf("the operator's subnet = %+v, want it unchanged", s)
+	}
+}
+
+// TestNeutronRefusalIsClear: a spec Neutron refuses (the network address
+// as an IPv4 gateway passes our validation, not Neutron's) gives
+// Ready=False BackendRejected with Neutron's message, a Warning Event, a log
+// line at the default verbosity, and no hot loop; fixing the spec converges.
+func TestNeutronRefusalIsClear(t *testing.T) {
+	cloud := neutrontest.Get(t)
+	cloud.SetEnv(t)
+	managedBy := neutrontest.UniqueManagedBy()
+	cloud.CleanupManagedBy(t, managedBy)
 	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
 		ns: framework.CreateNamespace(t, kube)}
 	e.start(func(o *app.Options) {
 		o.NetworkBackend = nil
 		o.NetworkBackendName = "neutron"
+		o.NeutronManagedBy = managedBy
 	})
-	created := e.create(seedNetwork(t))
-	n := e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	bad := e.create(newNetwork("refused", "10.20.0.0/24", "10.20.0.0"))
+	n := e.waitReady("refused", metav1.ConditionFalse, samplecrdv1.ReasonBackendRejected)
+	c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)
+	if !strings.Contains(c.Message, "400 Bad Request") || !strings.Contains(c.Message, "InvalidInput") {
+		t.Errorf("Ready message %q does not carry Neutron's answer", c.Message)
+	}
+	e.waitEvent("refused", corev1.EventTypeWarning, samplecrdv1.ReasonBackendRejected, "InvalidInput")
+	if k := e.m.CountLogs("Error syncing"); k != 0 {
+		t.Errorf("a permanent error was retried %d times with error backoff", k)
+	}
+	framework.Eventually(t, timeout, "the refusal in the log at the default verbosity", func(context.Context) (bool, error) {
+		for _, l := range e.m.LogLines() {
+			if l.Verbosity == 0 && strings.Contains(fmt.Sprint(l.WithKVList, l.ParameterKVList), "InvalidInput") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("refused: %s", c.Message)
 
-	nets, subnets := cloud.Networks(), cloud.Subnets()
-	if len(nets) != 1 || len(subnets) != 1 {
-		t.Fatalf("neutron holds %d networks and %d subnets, want 1 and 1", len(nets), len(subnets))
-	}
-	if nets[0].ID != n.Status.NetworkID || subnets[0].ID != n.Status.SubnetID {
-		t.Errorf("status IDs %s/%s, neutron %s/%s", n.Status.NetworkID, n.Status.SubnetID, nets[0].ID, subnets[0].ID)
-	}
-	if subnets[0].CIDR != "192.168.0.0/16" || subnets[0].GatewayIP == nil || *subnets[0].GatewayIP != "192.168.0.1" || subnets[0].IPVersion != 4 {
-		t.Errorf("subnet = %+v", subnets[0])
-	}
-	if !strings.Contains(strings.Join(nets[0].Tags, ","), string(created.UID)) {
-		t.Errorf("network tags %v do not carry the Network's UID %s", nets[0].Tags, created.UID)
-	}
-
-	// Neutron fails for a while during a gateway update: Ready=False, then converges.
-	cloud.FailNext(1000, 503)
-	n.Spec.Gateway = "192.168.1.1"
-	if _, err := e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitReady("example-network", metav1.ConditionFalse, samplecrdv1.ReasonBackendUnavailable)
-	cloud.ClearFaults()
-	e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	if gw := cloud.Subnets()[0].GatewayIP; gw == nil || *gw != "192.168.1.1" {
-		t.Errorf("gateway = %v, want 192.168.1.1", gw)
-	}
-
-	// Delete: Neutron emptied, Network gone.
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "example-network", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitGone("example-network")
-	if len(cloud.Networks()) != 0 || len(cloud.Subnets()) != 0 {
-		t.Errorf("neutron not empty after delete: %+v %+v", cloud.Networks(), cloud.Subnets())
+	// The network Neutron did create before refusing the subnet is reused
+	// once the spec is fixed.
+	framework.Eventually(t, timeout, "fix the gateway", func(ctx context.Context) (bool, error) {
+		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "refused", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		cur.Spec.Gateway = "10.20.0.1"
+		_, err = e.client.SamplecrdV1().Networks(e.ns).Update(ctx, cur, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+	e.waitReady("refused", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	if nets := cloud.Networks(t, cloud.Member(t), neutron.UIDTagPrefix+string(bad.UID)); len(nets) != 1 {
+		t.Errorf("%d Neutron networks for the Network, want 1", len(nets))
 	}
 }
 

@@ -662,6 +662,10 @@ func classify(op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, network.ErrNotFound, msg)
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, msg)
+	case code == http.StatusConflict && neutronType(err) == "OverQuota":
+		// Freed when other networks go, or raised by an operator: retry.
+		return network.Transient(op, samplecrdv1.ReasonQuotaExceeded, fmt.Errorf(
+			"%w (ask the cloud's operator to raise the project's quota, or delete unused networks)", msg))
 	case code == http.StatusConflict && strings.HasSuffix(neutronType(err), "InUse"):
 		// Something (ports of VMs) still uses the network: retry later.
 		return network.Transient(op, samplecrdv1.ReasonBackendInUse, msg)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
@@ -256,6 +257,37 @@ func TestClientErrorsArePermanent(t *testing.T) {
 		t.Fatalf("Create with a gateway Neutron refuses = %v, want a permanent error with Neutron's message", err)
 	}
 	t.Logf("refused gateway: %v", err)
+}
+
+// TestQuotaExceededIsTransient: Neutron refuses a network over the
+// project's quota (409 OverQuota); that is retried, with its own reason,
+// and goes through once the quota allows it. The admin's project is used
+// so the quota of the project other tests share stays as it is.
+func TestQuotaExceededIsTransient(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	b := cloud.Backend(t, neutron.Options{Getenv: neutrontest.Getenv(cloud.AdminEnv())})
+	admin := cloud.Admin(t)
+	zero := 0
+	if _, err := quotas.Update(ctx, admin, cloud.AdminProjectID, quotas.UpdateOpts{Network: &zero}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	reset := func() {
+		if err := quotas.Delete(context.Background(), admin, cloud.AdminProjectID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			t.Errorf("resetting the quota: %v", err)
+		}
+	}
+	defer reset()
+	ex := example()
+	_, err := b.Create(ctx, ex)
+	if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonQuotaExceeded || !strings.Contains(err.Error(), "quota") {
+		t.Fatalf("Create over quota = %v, want a transient %s error", err, samplecrdv1.ReasonQuotaExceeded)
+	}
+	t.Logf("over quota: %v", err)
+	reset()
+	if _, err := b.Create(ctx, ex); err != nil {
+		t.Fatalf("Create once the quota allows it: %v", err)
+	}
 }
 
 // TestDeleteOfANetworkInUseIsTransient: a port (a VM's interface) on our

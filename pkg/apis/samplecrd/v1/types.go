@@ -132,6 +132,10 @@ const (
 	// delete the network because something still uses it (Neutron ports of
 	// servers); the controller retries with backoff.
 	ReasonBackendInUse = "BackendInUse"
+	// ReasonQuotaExceeded (Ready=False, transient): the backend project's
+	// quota of networks or subnets is used up; the controller retries with
+	// backoff until an operator raises the quota or frees some.
+	ReasonQuotaExceeded = "QuotaExceeded"
 	// ReasonCIDROverlap (Ready=False, permanent): the cidr overlaps a subnet
 	// the backend already has in the same address scope; pick another cidr.
 	ReasonCIDROverlap = "CIDROverlap"
