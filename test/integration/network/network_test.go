@@ -629,3 +629,21 @@ func TestStatusWriteFailureNeverDuplicates(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestWrongCredentialsOneClearError: a wrong OpenStack password stops the
+// manager at start with one error naming Keystone and the user, instead of
+// every Network failing on its own.
+func TestWrongCredentialsOneClearError(t *testing.T) {
+	cloud := neutrontest.Get(t)
+	cloud.SetEnv(t)
+	t.Setenv("OS_PASSWORD", "wrong")
+	o := framework.Options()
+	o.Controllers = []string{"network"}
+	o.NetworkBackendName = "neutron"
+	_, err := app.NewManager(context.Background(), o, framework.Config(cfg))
+	if err == nil || !strings.Contains(err.Error(), "authenticating to Keystone v3 at "+cloud.KeystoneURL) ||
+		!strings.Contains(err.Error(), `user "k8s-controller"`) || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("NewManager with a wrong password = %v, want one error naming Keystone, the user and the 401", err)
+	}
+	t.Logf("wrong password: %v", err)
+}

@@ -585,7 +585,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 			// Neutron deletes a network's unused subnets with it, whoever
 			// made them: leave the network to whoever added subnets to it.
 			return network.Transient("delete network "+n.ID, samplecrdv1.ReasonBackendInUse, fmt.Errorf(
-				"the network also holds subnets this controller did not create (%s): delete them, or remove them from the network, and the delete goes on",
+				"the network also holds subnets this controller did not create (%s): delete them and the delete goes on",
 				strings.Join(foreign, ", ")))
 		}
 		if err := networks.Delete(ctx, b.client, n.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
