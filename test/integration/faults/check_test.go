@@ -232,6 +232,12 @@ func memoryState(mem *memory.Backend, ns string, creates func() map[types.UID]in
 	}
 }
 
+// neutronSettle bounds the waits of the tests that run real Neutron: one
+// single-process Neutron on SQLite serves every test package at once, and
+// answers in seconds when the machine is busy. It is a deadline, not a
+// timing: the tests log how long they took.
+const neutronSettle = 5 * time.Minute
+
 var uidInDescription = regexp.MustCompile(`\(uid ([^)]+)\)`)
 
 // cloud is the real OpenStack as one test sees it: a fault proxy in front

@@ -79,7 +79,7 @@ func (e *leaderEnv) waitHolder(id string, timeout time.Duration) time.Time {
 func (e *leaderEnv) midWork(ctx context.Context) <-chan error {
 	e.t.Helper()
 	created := createAll(ctx, e.kube, e.sample, e.ns, 100, 20)
-	framework.Eventually(e.t, time.Minute, "the leader to be in the middle of the work", func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.t, neutronSettle, "the leader to be in the middle of the work", func(ctx context.Context) (bool, error) {
 		ings, err := e.kube.NetworkingV1().Ingresses(e.ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(ings.Items) >= 10 && e.cloud.Count("POST /v2.0/networks") >= 1, err
 	})
@@ -94,7 +94,7 @@ func (e *leaderEnv) finish(ctx context.Context, created <-chan error, a, b *proc
 	if err := <-created; err != nil {
 		e.t.Fatal(err)
 	}
-	nothingLost(e.t, 2*time.Minute, settled{kube: e.kube, sample: e.sample, ns: e.ns, backend: e.cloud.state(), logs: []func() string{a.Logs, b.Logs}})
+	nothingLost(e.t, neutronSettle, settled{kube: e.kube, sample: e.sample, ns: e.ns, backend: e.cloud.state(), logs: []func() string{a.Logs, b.Logs}})
 	if h, transitions, err := e.holder(ctx); err != nil || h != b.name || transitions != 1 {
 		e.t.Errorf("Lease held by %q after %d transitions (%v); want %s after 1", h, transitions, err, b.name)
 	}

@@ -68,7 +68,7 @@ func TestNeutronFaults(t *testing.T) {
 	cloud.FailRoute("PUT /v2.0/networks/{id}/tags", 500, 3)
 	cloud.FailRoute("POST /v2.0/subnets", 503, 3)
 	create(0, 10)
-	nothingLost(t, time.Minute, check)
+	nothingLost(t, neutronSettle, check)
 	errors500, adopted := m.CountLogs("Error syncing"), m.CountLogs("Adopting a Neutron network")
 	if errors500 == 0 || adopted == 0 {
 		t.Errorf("the 500s were not exercised: %d sync errors, %d untagged networks adopted", errors500, adopted)
@@ -78,7 +78,7 @@ func TestNeutronFaults(t *testing.T) {
 	cloud.SetLatency(2 * time.Second)
 	slowStart := time.Now()
 	create(10, 12)
-	framework.Eventually(t, time.Minute, "update the gateway of net-000", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, neutronSettle, "update the gateway of net-000", func(ctx context.Context) (bool, error) {
 		n, err := sample.SamplecrdV1().Networks(ns).Get(ctx, "net-000", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -87,7 +87,7 @@ func TestNeutronFaults(t *testing.T) {
 		_, err = sample.SamplecrdV1().Networks(ns).Update(ctx, n, metav1.UpdateOptions{})
 		return err == nil, err
 	})
-	nothingLost(t, 3*time.Minute, check)
+	nothingLost(t, neutronSettle, check)
 	slow := time.Since(slowStart)
 	cloud.SetLatency(0)
 
@@ -101,7 +101,7 @@ func TestNeutronFaults(t *testing.T) {
 		}
 	}
 	for _, name := range deleted {
-		framework.Eventually(t, time.Minute, name+" held by its finalizer, retried", func(ctx context.Context) (bool, error) {
+		framework.Eventually(t, neutronSettle, name+" held by its finalizer, retried", func(ctx context.Context) (bool, error) {
 			n, err := sample.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("%s deleted while Neutron is down: its backend network leaks", name)
@@ -117,7 +117,7 @@ func TestNeutronFaults(t *testing.T) {
 	dropped := cloud.Counts()
 	cloud.SetDown(false)
 	recovered := time.Now()
-	nothingLost(t, 2*time.Minute, check)
+	nothingLost(t, neutronSettle, check)
 	for _, name := range deleted {
 		if _, err := sample.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s not deleted after Neutron came back: %v", name, err)

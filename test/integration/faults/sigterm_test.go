@@ -43,7 +43,7 @@ func TestSIGTERMDrainsInFlightWork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	framework.Eventually(t, time.Minute, "a backend create in flight", func(context.Context) (bool, error) {
+	framework.Eventually(t, neutronSettle, "a backend create in flight", func(context.Context) (bool, error) {
 		return cloud.Count("POST /v2.0/networks") >= 1, nil
 	})
 	first.Signal(syscall.SIGTERM)
@@ -93,7 +93,7 @@ func TestSIGTERMDrainsInFlightWork(t *testing.T) {
 
 	cloud.SetLatency(0)
 	second := startProcess(t, "manager-2", cloud.Env(), args...)
-	nothingLost(t, time.Minute, settled{kube: kube, sample: sample, ns: ns, backend: cloud.state(),
+	nothingLost(t, neutronSettle, settled{kube: kube, sample: sample, ns: ns, backend: cloud.state(),
 		logs: []func() string{first.Logs, second.Logs}})
 	_, creates := cloud.state()()
 	most, total := maxCreates(creates)

@@ -416,6 +416,10 @@ func TestNeutronBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := cloud.AddNetwork(t, "", network.DisplayName(e.ns, "example-network"), "172.18.0.0/24", "172.18.0.1")
+	// In another project, a network carrying our very tags, as if ours and
+	// orphaned: the member-only user cannot see it, so it is not collected.
+	elsewhere := cloud.AddNetwork(t, cloud.AdminProjectID, "k8s-elsewhere", "172.19.0.0/24", "172.19.0.1",
+		ours, neutron.UIDTagPrefix+string(uuid.NewUUID()))
 
 	start := func() {
 		e.start(func(o *app.Options) {
@@ -499,6 +503,10 @@ func TestNeutronBackend(t *testing.T) {
 	e.waitGone("example-network")
 	if left := cloud.Networks(t, member, ours); len(left) != 0 {
 		t.Errorf("Neutron networks of ours after the delete: %+v", left)
+	}
+
+	if got, err := networks.Get(e.ctx, cloud.Admin(t), elsewhere.ID).Extract(); err != nil || got.RevisionNumber != elsewhere.RevisionNumber {
+		t.Errorf("the other project's network tagged like ours = %+v, %v; want it untouched", got, err)
 	}
 
 	// The operator's network of the same name: untouched throughout.

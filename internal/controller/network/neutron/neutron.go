@@ -319,7 +319,7 @@ func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]n
 	opts.ProjectID = b.projectID
 	pages, err := networks.List(b.client, opts).AllPages(ctx)
 	if err != nil {
-		return nil, classify("list networks", err)
+		return nil, classifyList("list networks", err)
 	}
 	nets, err := networks.ExtractNetworks(pages)
 	if err != nil {
@@ -332,7 +332,7 @@ func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]sub
 	opts.ProjectID = b.projectID
 	pages, err := subnets.List(b.client, opts).AllPages(ctx)
 	if err != nil {
-		return nil, classify("list subnets", err)
+		return nil, classifyList("list subnets", err)
 	}
 	subs, err := subnets.ExtractSubnets(pages)
 	if err != nil {
@@ -627,6 +627,17 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 }
 
 // --- errors ---
+
+// classifyList classifies the error of a list request. A collection is
+// never "not found": a 404 there means the endpoint is not Neutron's
+// (a wrong catalog entry or endpoint override), which retrying cannot fix.
+func classifyList(op string, err error) error {
+	if code, ok := statusCode(err); ok && code == http.StatusNotFound {
+		return network.Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"%w (a list answered 404: is the service catalog's network endpoint Neutron's?)", describe(err)))
+	}
+	return classify(op, err)
+}
 
 // classify turns a gophercloud error into a network.Error (or, for 404, an
 // error wrapping network.ErrNotFound) with a message an operator can act on.
