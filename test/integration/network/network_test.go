@@ -390,6 +390,32 @@ func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
 	t.Logf("cidr change rejected: %v", err)
 }
 
+// neutronEnv is an env for a manager on the real OpenStack: the
+// controller's openrc in the environment (as `source openrc` gives it), and
+// a managed-by value of the test's own, cleaned up at its end.
+func neutronEnv(t *testing.T) (*env, *neutrontest.Cloud, string) {
+	cloud := neutrontest.Get(t)
+	cloud.SetEnv(t)
+	managedBy := neutrontest.UniqueManagedBy()
+	cloud.CleanupManagedBy(t, managedBy)
+	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
+	return &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
+		ns: framework.CreateNamespace(t, kube)}, cloud, managedBy
+}
+
+// startNeutron starts the manager with --network-backend=neutron (gc: the
+// --network-gc-interval; 0 for the default).
+func (e *env) startNeutron(managedBy string, gc time.Duration) {
+	e.start(func(o *app.Options) {
+		o.NetworkBackend = nil
+		o.NetworkBackendName = "neutron"
+		o.NeutronManagedBy = managedBy
+		if gc > 0 {
+			o.NetworkGCInterval = gc
+		}
+	})
+}
+
 // TestNeutronBackend runs the manager with --network-backend=neutron,
 // configured from the openrc of the real OpenStack `make test` starts (the
 // controller's user has the member role in its project only): the seed's
@@ -397,14 +423,8 @@ func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
 // nothing to Neutron, a delete while the manager is stopped, an orphan
 // collected, and a foreign network of the same name left alone.
 func TestNeutronBackend(t *testing.T) {
-	cloud := neutrontest.Get(t)
-	cloud.SetEnv(t)
-	managedBy := neutrontest.UniqueManagedBy()
-	cloud.CleanupManagedBy(t, managedBy)
+	e, cloud, managedBy := neutronEnv(t)
 	member := cloud.Member(t)
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
-		ns: framework.CreateNamespace(t, kube)}
 	ours := neutron.ManagedByTagPrefix + managedBy
 
 	// Before the manager starts: an orphan of ours (its Network is long
@@ -421,14 +441,7 @@ func TestNeutronBackend(t *testing.T) {
 	elsewhere := cloud.AddNetwork(t, cloud.AdminProjectID, "k8s-elsewhere", "172.19.0.0/24", "172.19.0.1",
 		ours, neutron.UIDTagPrefix+string(uuid.NewUUID()))
 
-	start := func() {
-		e.start(func(o *app.Options) {
-			o.NetworkBackend = nil
-			o.NetworkBackendName = "neutron"
-			o.NeutronManagedBy = managedBy
-			o.NetworkGCInterval = time.Second
-		})
-	}
+	start := func() { e.startNeutron(managedBy, time.Second) }
 	start()
 	created := e.create(seedNetwork(t))
 	n := e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
@@ -524,18 +537,8 @@ func TestNeutronBackend(t *testing.T) {
 // Ready=False BackendRejected with Neutron's message, a Warning Event, a log
 // line at the default verbosity, and no hot loop; fixing the spec converges.
 func TestNeutronRefusalIsClear(t *testing.T) {
-	cloud := neutrontest.Get(t)
-	cloud.SetEnv(t)
-	managedBy := neutrontest.UniqueManagedBy()
-	cloud.CleanupManagedBy(t, managedBy)
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
-		ns: framework.CreateNamespace(t, kube)}
-	e.start(func(o *app.Options) {
-		o.NetworkBackend = nil
-		o.NetworkBackendName = "neutron"
-		o.NeutronManagedBy = managedBy
-	})
+	e, cloud, managedBy := neutronEnv(t)
+	e.startNeutron(managedBy, 0)
 	bad := e.create(newNetwork("refused", "10.20.0.0/24", "10.20.0.0"))
 	n := e.waitReady("refused", metav1.ConditionFalse, samplecrdv1.ReasonBackendRejected)
 	c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)

@@ -297,67 +297,71 @@ func TestQuotaExceededIsTransient(t *testing.T) {
 	}
 }
 
-// TestDeleteOfANetworkInUseIsTransient: a port (a VM's interface) on our
-// subnet makes Neutron refuse the delete with 409 ...InUse; the delete is
-// retried, and goes through once the port is gone.
-func TestDeleteOfANetworkInUseIsTransient(t *testing.T) {
+// TestDeleteRefusedWhileOthersUseIt: the delete of a Network's backend
+// network waits, retried as transient BackendInUse, while something else
+// uses it, and goes through once that is gone.
+//   - A port (a VM's interface) on our subnet: Neutron refuses with 409
+//     SubnetInUse.
+//   - An operator's own subnet on our network: Neutron would delete it with
+//     the network, so the backend deletes only our subnet and leaves the
+//     network to them.
+func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cloud := neutrontest.Get(t)
 	b := cloud.Backend(t, neutron.Options{})
-	ex := example()
-	got, err := b.Create(ctx, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
 	member := cloud.Member(t)
-	port, err := ports.Create(ctx, member, ports.CreateOpts{NetworkID: got.NetworkID, Name: "a-vm",
-		FixedIPs: []ports.IP{{SubnetID: got.SubnetID}}}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Delete(ctx, ex)
-	if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendInUse || !strings.Contains(err.Error(), "InUse") {
-		t.Fatalf("Delete of a network in use = %v, want a transient %s error", err, samplecrdv1.ReasonBackendInUse)
-	}
-	t.Logf("in use: %v", err)
-	if err := ports.Delete(ctx, member, port.ID).ExtractErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Delete(ctx, ex); err != nil {
-		t.Fatalf("Delete once the port is gone: %v", err)
-	}
-	if _, err := b.Get(ctx, ex.UID); !network.IsNotFound(err) {
-		t.Fatalf("Get after Delete = %v", err)
-	}
-}
-
-// TestOperatorSubnetOnOurNetwork: an operator adds a subnet to our network.
-// We delete our subnet, never theirs, and leave the network (still theirs
-// to use) until they remove their subnet.
-func TestOperatorSubnetOnOurNetwork(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cloud := neutrontest.Get(t)
-	b := cloud.Backend(t, neutron.Options{})
-	ex := example()
-	got, err := b.Create(ctx, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	member := cloud.Member(t)
-	gw := "10.99.0.1"
-	theirs, err := subnets.Create(ctx, member, subnets.CreateOpts{NetworkID: got.NetworkID, Name: "operator-subnet",
-		CIDR: "10.99.0.0/24", GatewayIP: &gw, IPVersion: gophercloud.IPv4}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Delete(ctx, ex)
-	if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendInUse {
-		t.Fatalf("Delete of a network with an operator's subnet = %v, want a transient %s error", err, samplecrdv1.ReasonBackendInUse)
-	}
-	t.Logf("operator's subnet: %v", err)
-	subs := cloud.Subnets(t, member, got.NetworkID)
-	if len(subs) != 1 || subs[0].ID != theirs.ID {
-		t.Fatalf("subnets after Delete = %+v, want only the operator's", subs)
+	for _, tc := range []struct {
+		name, want string
+		use        func(got *network.Network) (release func() error)
+	}{
+		{"a port on our subnet", "SubnetInUse", func(got *network.Network) func() error {
+			port, err := ports.Create(ctx, member, ports.CreateOpts{NetworkID: got.NetworkID, Name: "a-vm",
+				FixedIPs: []ports.IP{{SubnetID: got.SubnetID}}}).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() error { return ports.Delete(ctx, member, port.ID).ExtractErr() }
+		}},
+		{"an operator's subnet on our network", "did not create", func(got *network.Network) func() error {
+			gw := "10.99.0.1"
+			theirs, err := subnets.Create(ctx, member, subnets.CreateOpts{NetworkID: got.NetworkID, Name: "operator-subnet",
+				CIDR: "10.99.0.0/24", GatewayIP: &gw, IPVersion: gophercloud.IPv4}).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() error {
+				if subs := cloud.Subnets(t, member, got.NetworkID); len(subs) != 1 || subs[0].ID != theirs.ID {
+					t.Errorf("subnets after the refused delete = %+v, want only the operator's", subs)
+				}
+				return subnets.Delete(ctx, member, theirs.ID).ExtractErr()
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := example()
+			got, err := b.Create(ctx, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release := tc.use(got)
+			err = b.Delete(ctx, ex)
+			if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendInUse || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Delete = %v, want a transient %s error saying %q", err, samplecrdv1.ReasonBackendInUse, tc.want)
+			}
+			t.Logf("refused: %v", err)
+			if err := release(); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Delete(ctx, ex); err != nil {
+				t.Fatalf("Delete once nothing else uses it: %v", err)
+			}
+			if _, err := b.Get(ctx, ex.UID); !network.IsNotFound(err) {
+				t.Fatalf("Get after Delete = %v", err)
+			}
+			if _, err := networks.Get(ctx, member, got.NetworkID).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+				t.Fatalf("the network is still there after Delete: %v", err)
+			}
+		})
 	}
 }
 
