@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,11 +215,16 @@ func (c *Cloud) Backend(t testing.TB, opts neutron.Options) *neutron.Backend {
 }
 
 // CleanupManagedBy deletes, when t ends, every network (with its subnets)
-// tagged managed-by=managedBy in any project.
+// of managed-by value managedBy in any project: tagged with it, or named by
+// its description (a create interrupted before its tags, e.g. by a client
+// timeout after Neutron went ahead).
 func (c *Cloud) CleanupManagedBy(t testing.TB, managedBy string) {
 	admin := c.Admin(t)
 	t.Cleanup(func() {
-		for _, n := range c.Networks(t, admin, neutron.ManagedByTagPrefix+managedBy) {
+		for _, n := range c.Networks(t, admin, "") {
+			if !slices.Contains(n.Tags, neutron.ManagedByTagPrefix+managedBy) && !strings.HasSuffix(n.Description, "managed by "+managedBy) {
+				continue
+			}
 			if err := networks.Delete(context.Background(), admin, n.ID).ExtractErr(); err != nil &&
 				!gophercloud.ResponseCodeIs(err, 404) {
 				t.Errorf("cleaning up network %s: %v", n.ID, err)
