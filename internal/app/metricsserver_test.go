@@ -50,15 +50,21 @@ func TestAuthFilter(t *testing.T) {
 			func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, nil }, nil,
 			http.StatusUnauthorized, "Unauthorized"},
 		{"a rejected token is unauthorized, not a server error", http.MethodGet,
-			func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, errors.New("invalid bearer token") }, nil,
+			func(*http.Request) (*authenticator.Response, bool, error) {
+				return nil, false, errors.New("invalid bearer token")
+			}, nil,
 			http.StatusUnauthorized, "Unauthorized"},
 		{"an authenticated user without access is forbidden", http.MethodGet,
 			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
-			func(authorizer.Attributes) (authorizer.Decision, string, error) { return authorizer.DecisionNoOpinion, "no RBAC rule", nil },
+			func(authorizer.Attributes) (authorizer.Decision, string, error) {
+				return authorizer.DecisionNoOpinion, "no RBAC rule", nil
+			},
 			http.StatusForbidden, `user "alice" may not get /metrics`},
 		{"an explicit deny is forbidden", http.MethodGet,
 			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
-			func(authorizer.Attributes) (authorizer.Decision, string, error) { return authorizer.DecisionDeny, "denied", nil },
+			func(authorizer.Attributes) (authorizer.Decision, string, error) {
+				return authorizer.DecisionDeny, "denied", nil
+			},
 			http.StatusForbidden, "Forbidden"},
 		{"a failed authorization is a server error", http.MethodGet,
 			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
