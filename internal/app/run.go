@@ -163,6 +163,9 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 	}
 
 	m.metricsHandler = metricsHandler()
+	if !o.MetricsSecure && o.MetricsBindAddress != "0" && !isLoopback(o.MetricsBindAddress) {
+		klog.FromContext(ctx).Info("Warning: --metrics-secure=false serves /metrics in plain HTTP to anyone who can connect; use it on 127.0.0.1 only", "address", o.MetricsBindAddress)
+	}
 	if o.MetricsSecure && o.MetricsBindAddress != "0" {
 		if m.metricsHandler, err = withAuthnAuthz(ctx, client, m.metricsHandler); err != nil {
 			return nil, err
@@ -180,6 +183,17 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		return nil, fmt.Errorf("--health-probe-bind-address: %w", err)
 	}
 	return m, nil
+}
+
+// isLoopback reports whether the (validated) bind address addr listens on
+// loopback only.
+func isLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func listen(ctx context.Context, addr string) (net.Listener, error) {
