@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-sample/controller-manager/internal/app"
@@ -421,8 +422,17 @@ func TestNeutronBackend(t *testing.T) {
 
 	// Neutron fails for a while during a gateway update: Ready=False, then converges.
 	cloud.FailNext(1000, 503)
-	n.Spec.Gateway = "192.168.1.1"
-	if _, err := e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The controller may still be writing the status it just reported: edit
+	// the latest version.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := e.client.SamplecrdV1().Networks(e.ns).Get(e.ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Gateway = "192.168.1.1"
+		_, err = e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, n, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitReady("example-network", metav1.ConditionFalse, samplecrdv1.ReasonBackendUnavailable)
