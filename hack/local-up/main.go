@@ -93,7 +93,8 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "local-up: (no kubectl at hand? `make kubectl` builds bin/kubectl)")
 	}
 
-	args := append([]string{"--kubeconfig=" + *kubeconfigOut}, flag.Args()...)
+	// Plain HTTP metrics on loopback, for curl; flags given after -- win.
+	args := append([]string{"--kubeconfig=" + *kubeconfigOut, "--metrics-secure=false", "--metrics-bind-address=127.0.0.1:8080"}, flag.Args()...)
 	cmd := exec.Command(*manager, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	// Own process group: a terminal Ctrl-C reaches us, and we forward it, so

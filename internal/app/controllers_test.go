@@ -77,6 +77,13 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad health address", func(o *Options) { o.HealthProbeBindAddress = "example.com:80" }, "--health-probe-bind-address"},
 		{"disabled servers", func(o *Options) { o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0" }, ""},
 		{"any interface", func(o *Options) { o.MetricsBindAddress = ":8080" }, ""},
+		{"certificate without key", func(o *Options) { o.TLSCertFile = "tls.crt" }, "--tls-cert-file (\"tls.crt\") and --tls-private-key-file (\"\"): give both or neither"},
+		{"key without certificate", func(o *Options) { o.TLSPrivateKeyFile = "tls.key" }, "give both or neither"},
+		{"certificate with plain HTTP", func(o *Options) {
+			o.TLSCertFile, o.TLSPrivateKeyFile, o.MetricsSecure = "tls.crt", "tls.key", false
+		}, "only used with --metrics-secure=true"},
+		{"certificate and key", func(o *Options) { o.TLSCertFile, o.TLSPrivateKeyFile = "tls.crt", "tls.key" }, ""},
+		{"plain HTTP metrics", func(o *Options) { o.MetricsSecure = false }, ""},
 		{"renew >= lease", func(o *Options) {
 			o.LeaderElect = true
 			o.RenewDeadline = o.LeaseDuration

@@ -58,6 +58,9 @@ type Options struct {
 
 	// Servers.
 	MetricsBindAddress     string
+	MetricsSecure          bool
+	TLSCertFile            string
+	TLSPrivateKeyFile      string
 	HealthProbeBindAddress string
 
 	Logs *logsapi.LoggingConfiguration
@@ -95,7 +98,8 @@ func NewOptions() *Options {
 		LeaseDuration:          15 * time.Second,
 		RenewDeadline:          10 * time.Second,
 		RetryPeriod:            2 * time.Second,
-		MetricsBindAddress:     "127.0.0.1:8080",
+		MetricsBindAddress:     "127.0.0.1:8443",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: "127.0.0.1:8081",
 		Logs:                   logsapi.NewLoggingConfiguration(),
 	}
@@ -168,7 +172,13 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs = fss.FlagSet("servers")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
-		"host:port of the Prometheus metrics endpoint (/metrics). '0' disables it. Use ':8080' to listen on every interface (as in a Pod).")
+		"host:port of the Prometheus metrics endpoint (/metrics). '0' disables it. Use ':8443' to listen on every interface (as in a Pod).")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"Serve /metrics over HTTPS to authenticated and authorized clients only: a bearer token the API server accepts (TokenReview) whose user may get the non-resource URL /metrics (SubjectAccessReview; the metrics-reader ClusterRole of config/rbac). false serves plain HTTP to anyone who can connect: for local runs on 127.0.0.1 only.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile,
+		"PEM certificate (with any intermediates) of the metrics server, reloaded when the file changes. Empty: a self-signed certificate is generated at start.")
+	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile,
+		"PEM private key matching --tls-cert-file.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		"host:port of the /healthz and /readyz endpoints. '0' disables them.")
 
@@ -240,6 +250,12 @@ func (o *Options) Validate() error {
 		if err := validateBindAddress(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
+	}
+	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
+		errs = append(errs, fmt.Errorf("--tls-cert-file (%q) and --tls-private-key-file (%q): give both or neither", o.TLSCertFile, o.TLSPrivateKeyFile))
+	}
+	if o.TLSCertFile != "" && !o.MetricsSecure {
+		errs = append(errs, errors.New("--tls-cert-file / --tls-private-key-file: only used with --metrics-secure=true; drop them or --metrics-secure=false"))
 	}
 	return utilerrors.NewAggregate(errs)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -56,6 +57,12 @@ type Manager struct {
 	health        *health
 
 	metricsLn, healthLn net.Listener
+	// metricsHandler serves /metrics, behind authentication and
+	// authorization with --metrics-secure; metricsTLS is then its TLS
+	// configuration and runMetricsTLS keeps its certificate current.
+	metricsHandler http.Handler
+	metricsTLS     *tls.Config
+	runMetricsTLS  func(context.Context)
 }
 
 // RESTConfig returns the config to reach the cluster: --kubeconfig/--master
@@ -155,6 +162,19 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		m.health.leader = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
 
+	m.metricsHandler = metricsHandler()
+	if !o.MetricsSecure && o.MetricsBindAddress != "0" && !isLoopback(o.MetricsBindAddress) {
+		klog.FromContext(ctx).Info("Warning: --metrics-secure=false serves /metrics in plain HTTP to anyone who can connect; use it on 127.0.0.1 only", "address", o.MetricsBindAddress)
+	}
+	if o.MetricsSecure && o.MetricsBindAddress != "0" {
+		if m.metricsHandler, err = withAuthnAuthz(ctx, client, m.metricsHandler); err != nil {
+			return nil, err
+		}
+		if m.metricsTLS, m.runMetricsTLS, err = servingTLSConfig(ctx, o.TLSCertFile, o.TLSPrivateKeyFile); err != nil {
+			return nil, err
+		}
+	}
+
 	if m.metricsLn, err = listen(ctx, o.MetricsBindAddress); err != nil {
 		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
 	}
@@ -163,6 +183,17 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		return nil, fmt.Errorf("--health-probe-bind-address: %w", err)
 	}
 	return m, nil
+}
+
+// isLoopback reports whether the (validated) bind address addr listens on
+// loopback only.
+func isLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -208,8 +239,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		stopServers()
 		servers.Wait()
 	}()
-	serveOn(serversCtx, &servers, "metrics", m.metricsLn, metricsHandler())
-	serveOn(serversCtx, &servers, "health", m.healthLn, m.health.handler())
+	if m.runMetricsTLS != nil && m.metricsLn != nil {
+		servers.Go(func() { m.runMetricsTLS(serversCtx) })
+	}
+	serveOn(serversCtx, &servers, "metrics", m.metricsLn, m.metricsHandler, m.metricsTLS)
+	serveOn(serversCtx, &servers, "health", m.healthLn, m.health.handler(), nil)
 
 	m.broadcaster.StartStructuredLogging(3)
 	m.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
@@ -240,14 +274,20 @@ func (m *Manager) Run(ctx context.Context) error {
 	return m.runLeaderElected(ctx)
 }
 
-func serveOn(ctx context.Context, wg *sync.WaitGroup, name string, ln net.Listener, h http.Handler) {
+// serveOn serves h on ln until ctx is done: over TLS when tlsConfig is set.
+func serveOn(ctx context.Context, wg *sync.WaitGroup, name string, ln net.Listener, h http.Handler, tlsConfig *tls.Config) {
 	if ln == nil {
 		return
 	}
 	wg.Go(func() {
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		logger := klog.FromContext(ctx)
-		logger.Info("Serving", "server", name, "address", ln.Addr().String())
+		scheme := "http"
+		if tlsConfig != nil {
+			scheme = "https"
+			ln = tls.NewListener(ln, tlsConfig)
+		}
+		logger.Info("Serving", "server", name, "address", ln.Addr().String(), "scheme", scheme)
 		stop := context.AfterFunc(ctx, func() {
 			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -53,6 +53,7 @@ func (r *run) startManager(name string, extra ...string) (*managerProcess, error
 		"--controllers=ingress-manager",
 		"--namespace=" + benchNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mp),
+		"--metrics-secure=false", // the harness scrapes plain HTTP on loopback
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hp),
 	}
 	args = append(args, r.cfg.ManagerArgs...)

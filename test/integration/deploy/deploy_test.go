@@ -23,10 +23,13 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -44,14 +47,19 @@ const timeout = 30 * time.Second
 
 // deployment is config/default, decoded.
 type deployment struct {
-	objs         []*unstructured.Unstructured
-	namespace    *corev1.Namespace
-	deployment   *appsv1.Deployment
-	service      *corev1.Service
-	clusterRoles []rbacv1.ClusterRole
-	roles        []rbacv1.Role
-	crbs         []rbacv1.ClusterRoleBinding
-	rbs          []rbacv1.RoleBinding
+	objs       []*unstructured.Unstructured
+	namespace  *corev1.Namespace
+	deployment *appsv1.Deployment
+	service    *corev1.Service
+	pdb        *policyv1.PodDisruptionBudget
+	netpol     *networkingv1.NetworkPolicy
+	// clusterRoles are the manager's; metricsReader is the role to bind
+	// Prometheus's account to.
+	clusterRoles  []rbacv1.ClusterRole
+	metricsReader *rbacv1.ClusterRole
+	roles         []rbacv1.Role
+	crbs          []rbacv1.ClusterRoleBinding
+	rbs           []rbacv1.RoleBinding
 }
 
 func load(t *testing.T) *deployment {
@@ -64,6 +72,9 @@ func load(t *testing.T) *deployment {
 	var namespaces []corev1.Namespace
 	var deployments []appsv1.Deployment
 	var services []corev1.Service
+	var pdbs []policyv1.PodDisruptionBudget
+	var netpols []networkingv1.NetworkPolicy
+	var readers []rbacv1.ClusterRole
 	for _, o := range objs {
 		var into any
 		switch o.GetKind() {
@@ -73,8 +84,16 @@ func load(t *testing.T) *deployment {
 			into = add(&deployments)
 		case "Service":
 			into = add(&services)
+		case "PodDisruptionBudget":
+			into = add(&pdbs)
+		case "NetworkPolicy":
+			into = add(&netpols)
 		case "ClusterRole":
-			into = add(&d.clusterRoles)
+			if strings.HasSuffix(o.GetName(), "metrics-reader") {
+				into = add(&readers)
+			} else {
+				into = add(&d.clusterRoles)
+			}
 		case "Role":
 			into = add(&d.roles)
 		case "ClusterRoleBinding":
@@ -91,7 +110,11 @@ func load(t *testing.T) *deployment {
 	if len(namespaces) != 1 || len(deployments) != 1 || len(services) != 1 {
 		t.Fatalf("config/default has %d Namespaces, %d Deployments, %d Services; want one each", len(namespaces), len(deployments), len(services))
 	}
+	if len(pdbs) != 1 || len(netpols) != 1 || len(readers) != 1 {
+		t.Fatalf("config/default has %d PodDisruptionBudgets, %d NetworkPolicies, %d ClusterRoles named *metrics-reader; want one each", len(pdbs), len(netpols), len(readers))
+	}
 	d.namespace, d.deployment, d.service = &namespaces[0], &deployments[0], &services[0]
+	d.pdb, d.netpol, d.metricsReader = &pdbs[0], &netpols[0], &readers[0]
 	return d
 }
 
@@ -132,7 +155,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	for _, o := range d.objs {
 		kinds[o.GetKind()] = true
 	}
-	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"} {
+	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} {
 		if !kinds[k] {
 			t.Errorf("config/default has no %s", k)
 		}
@@ -274,6 +297,9 @@ func TestDeployment(t *testing.T) {
 	if !o.LeaderElect {
 		t.Error("leader election is off")
 	}
+	if !o.MetricsSecure {
+		t.Error("--metrics-secure is off: /metrics would be served in plain HTTP to anyone reaching the Pod")
+	}
 	if o.LeaderElectNamespace != dep.Namespace {
 		t.Errorf("the Lease is in %q, want the manager's namespace %q", o.LeaderElectNamespace, dep.Namespace)
 	}
@@ -333,6 +359,70 @@ func TestDeployment(t *testing.T) {
 		}
 	} else if got != metricsPort {
 		t.Errorf("metrics Service targets %d, the metrics server listens on %d", got, metricsPort)
+	}
+	if got := svc.Spec.Ports[0].Port; got != metricsPort {
+		t.Errorf("metrics Service port = %d, want the metrics server's %d", got, metricsPort)
+	}
+
+	// The two replicas prefer different nodes.
+	spreads := len(spec.TopologySpreadConstraints) > 0
+	if a := spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			sel, err := metav1.LabelSelectorAsSelector(term.PodAffinityTerm.LabelSelector)
+			if err == nil && term.PodAffinityTerm.TopologyKey == corev1.LabelHostname && sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+				spreads = true
+			}
+		}
+	}
+	if !spreads {
+		t.Error("no pod anti-affinity on kubernetes.io/hostname (or topology spread) selecting the manager's Pods: both replicas may land on one node")
+	}
+
+	// The disruption budget covers the Pods and keeps one of the two.
+	pdb := d.pdb
+	if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("PodDisruptionBudget %s selector %v does not select the Pods (labels %v): %v", pdb.Name, pdb.Spec.Selector, dep.Spec.Template.Labels, err)
+	}
+	if pdb.Namespace != dep.Namespace {
+		t.Errorf("PodDisruptionBudget in %s, Deployment in %s", pdb.Namespace, dep.Namespace)
+	}
+	maxU, minA := pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable
+	if !(maxU != nil && minA == nil && maxU.String() == "1") && !(minA != nil && maxU == nil && minA.String() == "1") {
+		t.Errorf("PodDisruptionBudget: maxUnavailable %v, minAvailable %v; want one of them 1 for the 2 replicas", maxU, minA)
+	}
+
+	// The network policy admits ingress to the metrics and probe ports
+	// only, and leaves egress alone.
+	np := d.netpol
+	if sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("NetworkPolicy %s podSelector %v does not select the Pods: %v", np.Name, np.Spec.PodSelector, err)
+	}
+	if np.Namespace != dep.Namespace {
+		t.Errorf("NetworkPolicy in %s, Deployment in %s", np.Namespace, dep.Namespace)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("NetworkPolicy policyTypes = %v, want [Ingress] (egress open)", np.Spec.PolicyTypes)
+	}
+	var admitted []int32
+	for _, rule := range np.Spec.Ingress {
+		if len(rule.Ports) == 0 {
+			t.Errorf("NetworkPolicy ingress rule %+v admits every port", rule)
+		}
+		for _, p := range rule.Ports {
+			if p.Port == nil || p.EndPort != nil || ptr.Deref(p.Protocol, corev1.ProtocolTCP) != corev1.ProtocolTCP {
+				t.Errorf("NetworkPolicy port %+v: want one TCP port", p)
+				continue
+			}
+			n := p.Port.IntVal
+			if p.Port.StrVal != "" {
+				n = ports[p.Port.StrVal]
+			}
+			admitted = append(admitted, n)
+		}
+	}
+	slices.Sort(admitted)
+	if want := []int32{min(metricsPort, healthPort), max(metricsPort, healthPort)}; !slices.Equal(admitted, want) {
+		t.Errorf("NetworkPolicy admits ports %v, want exactly the metrics and probe ports %v", admitted, want)
 	}
 }
 
@@ -446,6 +536,41 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			slices.Contains(s.rule.Resources, "services/finalizers") && slices.Contains(s.rule.Verbs, "update")
 	}) {
 		t.Error("no update on services/finalizers: the Ingresses' blockOwnerDeletion would be refused")
+	}
+	// The secure metrics server reviews scrapers' tokens and access: create
+	// on tokenreviews and subjectaccessreviews, nothing more.
+	for _, want := range []struct{ group, resource string }{
+		{"authentication.k8s.io", "tokenreviews"},
+		{"authorization.k8s.io", "subjectaccessreviews"},
+	} {
+		var verbs []string
+		for _, s := range all {
+			if slices.Contains(s.rule.APIGroups, want.group) && slices.Contains(s.rule.Resources, want.resource) {
+				verbs = append(verbs, s.rule.Verbs...)
+			}
+		}
+		if !slices.Equal(verbs, []string{"create"}) {
+			t.Errorf("%s %s: verbs %v, want exactly [create] (the metrics server's delegated authentication and authorization)", want.group, want.resource, verbs)
+		}
+	}
+
+	// The metrics-reader role allows exactly GET /metrics, and the manifest
+	// binds it to no one (the cluster's Prometheus account is bound by the
+	// operator).
+	mr := d.metricsReader
+	if len(mr.Rules) != 1 || !slices.Equal(mr.Rules[0].NonResourceURLs, []string{"/metrics"}) || !slices.Equal(mr.Rules[0].Verbs, []string{"get"}) ||
+		len(mr.Rules[0].Resources) > 0 || len(mr.Rules[0].APIGroups) > 0 || mr.AggregationRule != nil {
+		t.Errorf("ClusterRole %s: rules %+v, want exactly nonResourceURLs [/metrics] verbs [get]", mr.Name, mr.Rules)
+	}
+	for _, b := range d.crbs {
+		if b.RoleRef.Name == mr.Name {
+			t.Errorf("ClusterRoleBinding %s binds %s: config/default must not grant metrics access (bind Prometheus's account yourself)", b.Name, mr.Name)
+		}
+	}
+	for _, b := range d.rbs {
+		if b.RoleRef.Name == mr.Name {
+			t.Errorf("RoleBinding %s binds %s", b.Name, mr.Name)
+		}
 	}
 
 	// Every binding is for the Deployment's ServiceAccount and one of the

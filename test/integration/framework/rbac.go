@@ -271,6 +271,11 @@ func waitForRBAC(ctx context.Context, cfg *rest.Config, objs []*unstructured.Uns
 					return err
 				}
 			}
+			for _, attrs := range nonResourceAttributes(rules) {
+				if err := waitAllowed(ctx, client, user, groups, attrs); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
@@ -278,14 +283,15 @@ func waitForRBAC(ctx context.Context, cfg *rest.Config, objs []*unstructured.Uns
 
 // ruleAttributes lists one access check per verb and resource of rules, in
 // namespace ns ("" for every namespace).
-func ruleAttributes(rules []rbacv1.PolicyRule, ns string) []authorizationv1.ResourceAttributes {
-	var out []authorizationv1.ResourceAttributes
+func ruleAttributes(rules []rbacv1.PolicyRule, ns string) []authorizationv1.SubjectAccessReviewSpec {
+	var out []authorizationv1.SubjectAccessReviewSpec
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				resource, sub, _ := strings.Cut(res, "/")
 				for _, v := range r.Verbs {
-					out = append(out, authorizationv1.ResourceAttributes{Namespace: ns, Verb: v, Group: g, Resource: resource, Subresource: sub})
+					out = append(out, authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Namespace: ns, Verb: v, Group: g, Resource: resource, Subresource: sub}})
 				}
 			}
 		}
@@ -293,12 +299,25 @@ func ruleAttributes(rules []rbacv1.PolicyRule, ns string) []authorizationv1.Reso
 	return out
 }
 
-func waitAllowed(ctx context.Context, client kubernetes.Interface, user string, groups []string, attrs authorizationv1.ResourceAttributes) error {
+// nonResourceAttributes lists one access check per verb and non-resource
+// URL of rules.
+func nonResourceAttributes(rules []rbacv1.PolicyRule) []authorizationv1.SubjectAccessReviewSpec {
+	var out []authorizationv1.SubjectAccessReviewSpec
+	for _, r := range rules {
+		for _, path := range r.NonResourceURLs {
+			for _, v := range r.Verbs {
+				out = append(out, authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: v}})
+			}
+		}
+	}
+	return out
+}
+
+func waitAllowed(ctx context.Context, client kubernetes.Interface, user string, groups []string, attrs authorizationv1.SubjectAccessReviewSpec) error {
 	var last string
+	attrs.User, attrs.Groups = user, groups
 	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		sar, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs},
-		}, metav1.CreateOptions{})
+		sar, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: attrs}, metav1.CreateOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -307,8 +326,12 @@ func waitAllowed(ctx context.Context, client kubernetes.Interface, user string, 
 		return sar.Status.Allowed, nil
 	})
 	if err != nil {
+		if a := attrs.NonResourceAttributes; a != nil {
+			return fmt.Errorf("RBAC: %s is not allowed to %s %s: %w (%s)", user, a.Verb, a.Path, err, last)
+		}
+		a := attrs.ResourceAttributes
 		return fmt.Errorf("RBAC: %s is not allowed to %s %s (group %q, subresource %q) in namespace %q: %w (%s)",
-			user, attrs.Verb, attrs.Resource, attrs.Group, attrs.Subresource, attrs.Namespace, err, last)
+			user, a.Verb, a.Resource, a.Group, a.Subresource, a.Namespace, err, last)
 	}
 	return nil
 }

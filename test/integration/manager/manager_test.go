@@ -217,6 +217,7 @@ func TestMetricsAndCleanShutdown(t *testing.T) {
 	ns := framework.CreateNamespace(t, client)
 	o := leaderOptions(ns, "manager-m")
 	o.MetricsBindAddress = "127.0.0.1:0"
+	o.MetricsSecure = false // the secure server is tested in test/integration/metrics
 	m := framework.StartManager(t, cfg, o)
 	framework.Eventually(t, timeout, "the manager to lead", func(context.Context) (bool, error) {
 		return m.CountLogs("Became leader") == 1, nil

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-sample/controller-manager/internal/app"
@@ -390,6 +391,24 @@ func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
 	t.Logf("cidr change rejected: %v", err)
 }
 
+// edit changes the Network name as change says, reading it again when the
+// controller wrote it in between (409 Conflict).
+func (e *env) edit(name string, change func(*samplecrdv1.Network)) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cur)
+		_, err = e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("editing network %s: %v", name, err)
+	}
+}
+
 // neutronEnv is an env for a manager on the real OpenStack: the
 // controller's openrc in the environment (as `source openrc` gives it), and
 // a managed-by value of the test's own, cleaned up at its end.
@@ -461,10 +480,7 @@ func TestNeutronBackend(t *testing.T) {
 	})
 
 	// A routine edit: the gateway moves inside the same CIDR, in place.
-	n.Spec.Gateway = "192.168.0.254"
-	if _, err := e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.edit("example-network", func(n *samplecrdv1.Network) { n.Spec.Gateway = "192.168.0.254" })
 	n = e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	e.waitEvent("example-network", corev1.EventTypeNormal, network.ReasonUpdated, "192.168.0.254")
 	subs = cloud.Subnets(t, member, nets[0].ID)
@@ -561,15 +577,7 @@ func TestNeutronRefusalIsClear(t *testing.T) {
 
 	// The network Neutron did create before refusing the subnet is reused
 	// once the spec is fixed.
-	framework.Eventually(t, timeout, "fix the gateway", func(ctx context.Context) (bool, error) {
-		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "refused", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		cur.Spec.Gateway = "10.20.0.1"
-		_, err = e.client.SamplecrdV1().Networks(e.ns).Update(ctx, cur, metav1.UpdateOptions{})
-		return err == nil, err
-	})
+	e.edit("refused", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.20.0.1" })
 	e.waitReady("refused", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	if nets := cloud.Networks(t, cloud.Member(t), neutron.UIDTagPrefix+string(bad.UID)); len(nets) != 1 {
 		t.Errorf("%d Neutron networks for the Network, want 1", len(nets))
