@@ -181,10 +181,7 @@ func TestSeedNetworkLifecycle(t *testing.T) {
 	e.waitEvent("example-network", corev1.EventTypeNormal, network.ReasonCreated, "192.168.0.0/16")
 
 	// Gateway update -> backend updated.
-	n.Spec.Gateway = "192.168.0.254"
-	if _, err := e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.edit("example-network", func(n *samplecrdv1.Network) { n.Spec.Gateway = "192.168.0.254" })
 	framework.Eventually(t, timeout, "backend gateway updated", func(ctx context.Context) (bool, error) {
 		got, err := mem.Get(ctx, created.UID)
 		return err == nil && got.Gateway == "192.168.0.254", err
