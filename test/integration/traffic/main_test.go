@@ -184,6 +184,20 @@ func (e *env) waitIngress(name, what string, check func(*networkingv1.Ingress) e
 	return ing
 }
 
+// waitNoIngress waits until the Ingress name is gone.
+func (e *env) waitNoIngress(name, what string) {
+	e.t.Helper()
+	start := time.Now()
+	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
+		_, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	e.t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
+}
+
 // waitRoute waits until GET http://host/path through Traefik reaches
 // backend, and returns how long that took.
 func (e *env) waitRoute(host, path, backend, what string) time.Duration {

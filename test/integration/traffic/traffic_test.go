@@ -49,6 +49,7 @@ func TestSeedFlow(t *testing.T) {
 	e.route("example.com", "/index.html", "my-nginx", "a path under / (Prefix)")
 
 	e.annotate("my-nginx", map[string]*string{"ingress/http": nil})
+	e.waitNoIngress("my-nginx", "Ingress deleted when the annotation goes")
 	e.waitNoRoute("example.com", "/", "annotation removed")
 
 	e.annotate("my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
