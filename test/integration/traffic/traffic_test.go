@@ -291,7 +291,11 @@ func TestDriftIsRestored(t *testing.T) {
 			}
 			return nil
 		})
-		e.waitRoute(h, "/app", "drift", "the Service's path again")
+		// Traefik may apply the edited Ingress after the restored one was
+		// written: only once it holds every write so far (barrier) must the
+		// edited path be gone.
+		e.barrier()
+		e.route(h, "/app", "drift", "the Service's path again")
 		e.noRoute(h, "/hijacked", "the edited path")
 	}
 
