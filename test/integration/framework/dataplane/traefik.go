@@ -40,6 +40,8 @@ type TraefikOptions struct {
 	ThrottleDuration time.Duration
 	// LogLevel of Traefik: DEBUG, INFO (default), WARN, ERROR.
 	LogLevel string
+	// Namespaces limits what Traefik watches; empty: every namespace.
+	Namespaces []string
 }
 
 // DefaultThrottle is the providersThrottleDuration of tests.
@@ -138,6 +140,9 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		"--providers.kubernetesIngress=true",
 		"--providers.kubernetesIngress.strictPrefixMatching=true",
 		"--providers.providersThrottleDuration=" + o.ThrottleDuration.String(),
+	}
+	if len(o.Namespaces) > 0 {
+		args = append(args, "--providers.kubernetesIngress.namespaces="+strings.Join(o.Namespaces, ","))
 	}
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Dir = tr.dir
