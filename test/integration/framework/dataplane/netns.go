@@ -49,6 +49,9 @@ var unavailable = "dataplane.Main was not called from TestMain"
 // namespace can be made, run runs here and Require skips (fails under CI).
 func Main(run func() int) int {
 	if os.Getenv(envChild) != "" {
+		// Not for the processes this one starts: a test binary among them
+		// must make its own namespace.
+		os.Unsetenv(envChild)
 		if err := configureLoopback(); err != nil {
 			fmt.Fprintf(os.Stderr, "dataplane: configuring the network namespace: %v\n", err)
 			return 1
