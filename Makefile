@@ -21,7 +21,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target> [ARGS=\"--flag ...\"]\n\nTargets:\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned kube-apiserver, etcd and controller-gen into bin/ (minutes the first time, cached after).
+tools: ## Build the pinned kube-apiserver, etcd, controller-gen and traefik into bin/ (minutes the first time, cached after).
 	hack/build-tools.sh
 
 .PHONY: kubectl
@@ -82,7 +82,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench
 bench: ## Measure the controllers against the API server's own limit on a fresh local control plane (N=1000; `make bench N=10000`); table on stdout, JSON in bench-results/.
-	hack/build-tools.sh kube-apiserver etcd
+	hack/build-tools.sh kube-apiserver etcd traefik
 	$(GO) run ./test/bench/cmd/bench -n $(N) $(BENCH_ARGS)
 
 .PHONY: openstack-up

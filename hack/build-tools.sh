@@ -5,11 +5,15 @@
 #   bin/controller-gen   sigs.k8s.io/controller-tools/cmd/controller-gen
 #   bin/kubectl          k8s.io/kubernetes/cmd/kubectl (only when asked for:
 #                        `make kubectl`; handy against the `make run` cluster)
-# A binary is rebuilt only when the Go version or a module version of the
+# and of hack/tools/traefik/go.mod (a module of its own: Traefik's Kubernetes
+# dependencies are older than kube-apiserver's):
+#   bin/traefik          github.com/traefik/traefik/v3/cmd/traefik, the ingress
+#                        controller the traffic tests send requests through
+# A binary is rebuilt only when the Go version or a module version of its
 # tools module changed since it was built (bin/.<name>.<hash> records it).
 #
-# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|kubectl ...]
-#        (default: kube-apiserver, etcd, controller-gen)
+# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|kubectl ...]
+#        (default: kube-apiserver, etcd, controller-gen, traefik)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,18 +21,22 @@ BIN="${ROOT}/bin"
 TOOLS="${ROOT}/hack/tools"
 mkdir -p "${BIN}"
 
-sum="$(cd "${TOOLS}" && { go version; go list -m all; } | sha256sum | cut -c1-16)"
+modsum() { (cd "$1" && { go version; go list -m all; } | sha256sum | cut -c1-16); }
+sum="$(modsum "${TOOLS}")"
 
-modver() { (cd "${TOOLS}" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$1"); }
+modver_in() { (cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$2"); }
+modver() { modver_in "${TOOLS}" "$1"; }
 
+# build NAME PKG [LDFLAGS [MODULE_DIR [SUM]]] builds PKG of the tools module
+# in MODULE_DIR (default hack/tools) into bin/NAME, stripped.
 build() {
-  local name="$1" pkg="$2" ldflags="${3:-}"
-  local stamp="${BIN}/.${name}.${sum}"
+  local name="$1" pkg="$2" ldflags="${3:-}" dir="${4:-${TOOLS}}" s="${5:-${sum}}"
+  local stamp="${BIN}/.${name}.${s}"
   if [[ -x "${BIN}/${name}" && -f "${stamp}" ]]; then
     return 0
   fi
   echo ">> building bin/${name} from ${pkg} (first build takes minutes; cached afterwards)" >&2
-  (cd "${TOOLS}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${ldflags}" -o "${BIN}/${name}.tmp" "${pkg}")
+  (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${ldflags}" -o "${BIN}/${name}.tmp" "${pkg}")
   mv "${BIN}/${name}.tmp" "${BIN}/${name}"
   rm -f "${BIN}/.${name}."*
   touch "${stamp}"
@@ -54,12 +62,21 @@ kube_binary() {
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen)
+[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik)
 for t in "${targets[@]}"; do
   case "${t}" in
     kube-apiserver|kubectl) kube_binary "${t}" ;;
     etcd) build etcd go.etcd.io/etcd/server/v3 ;;
     controller-gen) build controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+    traefik)
+      # Stamped like Traefik's release build, so `traefik version` and its
+      # logs name the pinned release.
+      tdir="${TOOLS}/traefik"
+      tv="$(modver_in "${tdir}" github.com/traefik/traefik/v3)"
+      build traefik github.com/traefik/traefik/v3/cmd/traefik \
+        "-X github.com/traefik/traefik/v3/pkg/version.Version=${tv}" \
+        "${tdir}" "$(modsum "${tdir}")"
+      ;;
     *) echo "unknown tool: ${t}" >&2; exit 2 ;;
   esac
 done

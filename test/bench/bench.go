@@ -77,7 +77,11 @@ type Config struct {
 	Settle time.Duration
 	// PhaseTimeout bounds every wait; 0: derived from N.
 	PhaseTimeout time.Duration
-	// Skip names phases not to run: "steady", "network".
+	// Routable is the number of Services of the event -> routable step
+	// (0: none), annotated at RoutableRate per second.
+	Routable     int
+	RoutableRate float64
+	// Skip names phases not to run: "steady", "routable", "network".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
@@ -94,6 +98,8 @@ func DefaultConfig(n int) Config {
 		SteadyRates:      []float64{10, 50},
 		SteadyLFraction:  0.5,
 		SteadyWindow:     10 * time.Second,
+		Routable:         100,
+		RoutableRate:     10,
 		Networks:         256,
 		NetworkLatencies: []time.Duration{0, 10 * time.Millisecond, 100 * time.Millisecond},
 		NetworkWorkers:   []int{1, 4, 16, 64},

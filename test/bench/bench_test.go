@@ -8,7 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework/dataplane"
 )
+
+// The routable step needs the private network namespace of dataplane.Main.
+func TestMain(m *testing.M) { os.Exit(dataplane.Main(m.Run)) }
 
 // managerBuildFlags are the go build flags of the smoke test's manager.
 var managerBuildFlags []string
@@ -38,6 +43,8 @@ func TestSmoke(t *testing.T) {
 		SteadyRates:      []float64{20},
 		SteadyLFraction:  0.05,
 		SteadyWindow:     time.Second,
+		Routable:         10,
+		RoutableRate:     20,
 		Networks:         5,
 		NetworkLatencies: []time.Duration{0, 10 * time.Millisecond},
 		NetworkWorkers:   []int{1, 4},
@@ -101,6 +108,17 @@ func TestSmoke(t *testing.T) {
 		if s.Events < 1 || s.Missing != 0 || !(s.AchievedRate > 0) || s.P50ms > s.P99ms || s.P99ms > s.Maxms || s.WritesPerEvent < 1 {
 			t.Errorf("steady = %+v, want every event to yield an Ingress, and ordered percentiles", s)
 		}
+	}
+
+	switch x := res.Ingress.Routable; {
+	case x == nil:
+		t.Errorf("no routable result")
+	case x.Skipped != "" && os.Getenv("CI") == "true":
+		t.Errorf("CI=true, but the routable step was skipped: %s", x.Skipped)
+	case x.Skipped != "":
+		t.Logf("routable step skipped: %s", x.Skipped)
+	case x.Services != cfg.Routable || x.Missing != 0 || !(x.RouteP50 > 0) || x.RouteP50 > x.RouteP99 || x.RouteP99 > x.RouteMax || x.IngressP50 > x.IngressP99:
+		t.Errorf("routable = %+v, want every Service routed, with ordered percentiles", x)
 	}
 
 	mem := res.Memory

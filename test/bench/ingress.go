@@ -50,7 +50,9 @@ func (r *run) startEmpty(ctx context.Context) error {
 //     of N cached Services); then re-add and recreate;
 //   - restart: started on the converged state with a short resync: write
 //     counts of the restart and idle windows, and memory at N;
-//   - steady: default flags; the steady-state latency.
+//   - steady: default flags; the steady-state latency;
+//   - routable: one host per Service; the event -> routable latency through
+//     Traefik (see routable.go).
 func (r *run) ingressManager(ctx context.Context) (err error) {
 	cfg := r.cfg
 	n := cfg.N
@@ -93,7 +95,7 @@ func (r *run) ingressManager(ctx context.Context) (err error) {
 		return err
 	}
 
-	for _, step := range []func(context.Context) error{r.coldAndRemove, r.readdAndRecreate, r.restartAndIdle, r.steady} {
+	for _, step := range []func(context.Context) error{r.coldAndRemove, r.readdAndRecreate, r.restartAndIdle, r.steady, r.routable} {
 		if err := step(ctx); err != nil {
 			return err
 		}

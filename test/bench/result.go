@@ -152,6 +152,8 @@ type Ingress struct {
 	Restart Window   `json:"restart"`
 	Idle    Window   `json:"idle"`
 	Steady  []Steady `json:"steady_state"`
+	// Routable is nil when the step was not asked for.
+	Routable *Routable `json:"routable,omitempty"`
 }
 
 // Heap is the manager's memory at one point.
@@ -387,6 +389,19 @@ func (r *Result) WriteTable(out io.Writer) {
 				fmt.Sprintf("%.0f%%", 100*s.OtherCPU))
 		}
 		flush()
+	}
+
+	if x := r.Ingress.Routable; x != nil {
+		if x.Skipped != "" {
+			fmt.Fprintf(out, "event -> routable: not measured: %s\n\n", x.Skipped)
+		} else {
+			row("event -> routable through Traefik", "rate/s", "Services", "event -> Ingress p50", "p99", "event -> routable p50", "p99", "max", "missing")
+			sep(9)
+			row(fmt.Sprintf("(traefik providersThrottleDuration %.0f ms, probe every %.0f ms)", x.ThrottleMs, x.ProbeMs), fmt.Sprintf("%.0f", x.Rate), fmt.Sprint(x.Services),
+				fmt.Sprintf("%.1f ms", x.IngressP50), fmt.Sprintf("%.1f ms", x.IngressP99),
+				fmt.Sprintf("%.1f ms", x.RouteP50), fmt.Sprintf("%.1f ms", x.RouteP99), fmt.Sprintf("%.1f ms", x.RouteMax), fmt.Sprint(x.Missing))
+			flush()
+		}
 	}
 
 	mem := r.Memory

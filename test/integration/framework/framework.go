@@ -84,16 +84,24 @@ func dirExists(p string) bool {
 //	var cfg *rest.Config
 //	func TestMain(m *testing.M) { framework.Main(m, &cfg) }
 func Main(m *testing.M, cfg **rest.Config) {
-	os.Exit(run(m, cfg))
+	os.Exit(run(m, cfg, nil))
 }
 
 // Run is Main without the exit: it returns the exit code, for a TestMain
 // that has more to clean up afterwards.
 func Run(m *testing.M, cfg **rest.Config) int {
-	return run(m, cfg)
+	return run(m, cfg, nil)
 }
 
-func run(m *testing.M, cfg **rest.Config) int {
+// RunWith is Run with setup called once the control plane is up, before
+// the tests (with the admin config); the cleanup it returns runs after the
+// tests, before the control plane stops. For what the package's tests
+// share besides the control plane, such as an ingress controller.
+func RunWith(m *testing.M, cfg **rest.Config, setup func(*rest.Config) (cleanup func(), err error)) int {
+	return run(m, cfg, setup)
+}
+
+func run(m *testing.M, cfg **rest.Config, setup func(*rest.Config) (func(), error)) int {
 	env, err := Environment()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
@@ -124,6 +132,16 @@ func run(m *testing.M, cfg **rest.Config) int {
 	}
 	adminConfig = rest.CopyConfig(c)
 	*cfg = c
+	if setup != nil {
+		cleanup, err := setup(rest.CopyConfig(c))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "integration: setting up the test package:", err)
+			return 1
+		}
+		if cleanup != nil {
+			defer cleanup()
+		}
+	}
 	return m.Run()
 }
 

@@ -1,0 +1,389 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// TraefikOptions configure StartTraefik.
+type TraefikOptions struct {
+	// Binary is the traefik executable; empty: <repo>/bin/traefik.
+	Binary string
+	// Dir holds the kubeconfig and the log; empty: a new temporary
+	// directory, removed by Stop.
+	Dir string
+	// ThrottleDuration is Traefik's providersThrottleDuration, the least
+	// time between two configurations it applies (Traefik's default is 2s,
+	// which would dominate every wait of a test). 0: DefaultThrottle.
+	ThrottleDuration time.Duration
+	// LogLevel of Traefik: DEBUG, INFO (default), WARN, ERROR.
+	LogLevel string
+	// Namespaces limits what Traefik watches; empty: every namespace.
+	Namespaces []string
+}
+
+// DefaultThrottle is the providersThrottleDuration of tests.
+const DefaultThrottle = 50 * time.Millisecond
+
+// IngressClass and IngressController are the IngressClass name and the
+// spec.controller under which Traefik serves Ingresses that name a class
+// (it serves Ingresses without a class too).
+const (
+	IngressClass      = "traefik"
+	IngressController = "traefik.io/ingress-controller"
+)
+
+// Traefik is a running Traefik process whose kubernetesIngress provider
+// watches the API server of the config it was started with.
+type Traefik struct {
+	// HTTPAddr is the plain HTTP entrypoint, HTTPSAddr the entrypoint
+	// terminating TLS with the certificates of the Ingresses' Secrets,
+	// APIAddr the ping and API entrypoint; all on 127.0.0.1.
+	HTTPAddr, HTTPSAddr, APIAddr string
+	// Throttle is the providersThrottleDuration it runs with.
+	Throttle time.Duration
+
+	cmd     *exec.Cmd
+	logPath string
+	dir     string
+	rmDir   bool
+	done    chan struct{}
+	waitErr error
+	stop    sync.Once
+}
+
+// StartTraefik starts Traefik with its kubernetesIngress provider against
+// cfg's API server, on free loopback ports, and waits until it answers its
+// ping. Ingresses are served with the Kubernetes spec's Prefix semantics
+// (strictPrefixMatching: "/v1" matches "/v1/x" but not "/v1x", which
+// Traefik's default character-wise prefix would match).
+func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
+	if o.Binary == "" {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		o.Binary = filepath.Join(root, "bin", "traefik")
+	}
+	if _, err := os.Stat(o.Binary); err != nil {
+		return nil, fmt.Errorf("%s not found: run `make tools` (hack/build-tools.sh traefik) first", o.Binary)
+	}
+	if o.ThrottleDuration == 0 {
+		o.ThrottleDuration = DefaultThrottle
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "INFO"
+	}
+	tr := &Traefik{Throttle: o.ThrottleDuration, dir: o.Dir, done: make(chan struct{})}
+	if tr.dir == "" {
+		d, err := os.MkdirTemp("", "traefik-")
+		if err != nil {
+			return nil, err
+		}
+		tr.dir, tr.rmDir = d, true
+	}
+	kubeconfig := filepath.Join(tr.dir, "kubeconfig")
+	if err := WriteKubeconfig(cfg, kubeconfig); err != nil {
+		tr.cleanup()
+		return nil, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		tr.cleanup()
+		return nil, err
+	}
+	tr.HTTPAddr, tr.HTTPSAddr, tr.APIAddr = ports[0], ports[1], ports[2]
+	tr.logPath = filepath.Join(tr.dir, "traefik.log")
+	logFile, err := os.Create(tr.logPath)
+	if err != nil {
+		tr.cleanup()
+		return nil, err
+	}
+	defer logFile.Close()
+
+	args := []string{
+		"--global.checkNewVersion=false",
+		"--global.sendAnonymousUsage=false",
+		"--log.level=" + o.LogLevel,
+		"--entryPoints.web.address=" + tr.HTTPAddr,
+		"--entryPoints.websecure.address=" + tr.HTTPSAddr,
+		// TLS on the entrypoint, as Traefik's Helm chart does: Traefik's
+		// Ingress provider puts the Secrets' certificates in its store
+		// but does not make a router TLS from spec.tls.
+		"--entryPoints.websecure.http.tls=true",
+		"--entryPoints.traefik.address=" + tr.APIAddr,
+		"--ping=true",
+		"--api=true",
+		"--api.insecure=true",
+		"--providers.kubernetesIngress=true",
+		"--providers.kubernetesIngress.strictPrefixMatching=true",
+		"--providers.providersThrottleDuration=" + o.ThrottleDuration.String(),
+	}
+	if len(o.Namespaces) > 0 {
+		args = append(args, "--providers.kubernetesIngress.namespaces="+strings.Join(o.Namespaces, ","))
+	}
+	cmd := exec.Command(o.Binary, args...)
+	cmd.Dir = tr.dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = traefikEnv(kubeconfig)
+	// Own process group, killed with the test process.
+	cmd.SysProcAttr = processAttr()
+	if err := cmd.Start(); err != nil {
+		tr.cleanup()
+		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
+	}
+	tr.cmd = cmd
+	go func() {
+		tr.waitErr = cmd.Wait()
+		close(tr.done)
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-tr.done:
+			return false, fmt.Errorf("traefik exited: %v", tr.waitErr)
+		default:
+		}
+		resp, err := client.Get("http://" + tr.APIAddr + "/ping")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		logs := tr.Logs()
+		tr.Stop()
+		return nil, fmt.Errorf("traefik not ready: %w; its log:\n%s", err, logs)
+	}
+	return tr, nil
+}
+
+// traefikEnv is this process's environment with KUBECONFIG set and the
+// in-cluster variables removed: Traefik prefers them to KUBECONFIG.
+func traefikEnv(kubeconfig string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "KUBERNETES_SERVICE_") || strings.HasPrefix(kv, "KUBECONFIG=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "KUBECONFIG="+kubeconfig)
+}
+
+// Stop terminates Traefik and removes its temporary directory.
+func (tr *Traefik) Stop() {
+	tr.stop.Do(func() {
+		if tr.cmd != nil {
+			_ = tr.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-tr.done:
+			case <-time.After(10 * time.Second):
+				_ = tr.cmd.Process.Kill()
+				<-tr.done
+			}
+		}
+		tr.cleanup()
+	})
+}
+
+func (tr *Traefik) cleanup() {
+	if tr.rmDir {
+		_ = os.RemoveAll(tr.dir)
+	}
+}
+
+// Exited reports whether the Traefik process has ended (it should not
+// while the tests run) and why.
+func (tr *Traefik) Exited() (bool, error) {
+	select {
+	case <-tr.done:
+		return true, tr.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// Logs returns Traefik's log so far (the last 64 KiB).
+func (tr *Traefik) Logs() string {
+	b, err := os.ReadFile(tr.logPath)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", tr.logPath, err)
+	}
+	const max = 64 << 10
+	if len(b) > max {
+		b = append([]byte("...\n"), b[len(b)-max:]...)
+	}
+	return string(b)
+}
+
+// Routers returns Traefik's view of its HTTP routers (its API's
+// /api/http/routers), for failure messages.
+func (tr *Traefik) Routers() string {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + tr.APIAddr + "/api/http/routers")
+	if err != nil {
+		return fmt.Sprintf("(asking traefik for its routers: %v)", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return string(b)
+}
+
+// Response is what a request through Traefik got.
+type Response struct {
+	// Status is the HTTP status code.
+	Status int
+	// Backend is the name of the backend that answered ("" when the
+	// answer did not come from a backend, e.g. Traefik's own 404).
+	Backend string
+	// Path is the request path the backend saw.
+	Path string
+	// Certificate is the leaf certificate Traefik presented (HTTPS only).
+	Certificate *x509.Certificate
+}
+
+func (r Response) String() string {
+	if r.Backend == "" {
+		return fmt.Sprintf("%d from traefik", r.Status)
+	}
+	return fmt.Sprintf("%d from backend %s (path %s)", r.Status, r.Backend, r.Path)
+}
+
+// httpClient sends each request on a new connection, so that every request
+// is routed afresh and none waits on a connection of a former one.
+var httpClient = &http.Client{
+	Timeout:   5 * time.Second,
+	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+// Get sends GET http://host/path through Traefik's HTTP entrypoint.
+func (tr *Traefik) Get(ctx context.Context, host, path string) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+tr.HTTPAddr+path, nil)
+	if err != nil {
+		return Response{}, err
+	}
+	req.Host = host
+	return do(httpClient, req)
+}
+
+// GetTLS sends GET https://host/path through Traefik's HTTPS entrypoint,
+// with host as the TLS server name (SNI). The certificate is not verified
+// here; Response.Certificate is the one Traefik presented.
+func (tr *Traefik) GetTLS(ctx context.Context, host, path string) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+tr.HTTPSAddr+path, nil)
+	if err != nil {
+		return Response{}, err
+	}
+	req.Host = host
+	c := &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			Proxy:             nil,
+			// #nosec G402 -- the test compares the presented certificate itself.
+			TLSClientConfig: &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
+		},
+	}
+	return do(c, req)
+}
+
+func do(c *http.Client, req *http.Request) (Response, error) {
+	resp, err := c.Do(req)
+	if err != nil {
+		return Response{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return Response{}, err
+	}
+	r := Response{Status: resp.StatusCode, Backend: resp.Header.Get(headerBackend)}
+	if r.Backend != "" {
+		r.Path = string(bytes.TrimSpace(body))
+	}
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		r.Certificate = resp.TLS.PeerCertificates[0]
+	}
+	return r, nil
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg (server, CA, client
+// certificate or token) to path.
+func WriteKubeconfig(cfg *rest.Config, path string) error {
+	if cfg.Impersonate.UserName != "" {
+		return errors.New("writing a kubeconfig: impersonating configs are not supported")
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return err
+		}
+		ca = b
+	}
+	auth := &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+		ClientCertificate:     cfg.CertFile,
+		ClientKey:             cfg.KeyFile,
+		Token:                 cfg.BearerToken,
+		TokenFile:             cfg.BearerTokenFile,
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos["test"] = auth
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	kc.CurrentContext = "test"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// freePorts returns n distinct free 127.0.0.1 addresses. They are free when
+// returned; inside the private network namespace nothing else takes them.
+func freePorts(n int) ([]string, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)))
+	}
+	return out, nil
+}
