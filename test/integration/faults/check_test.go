@@ -271,8 +271,9 @@ func (c *cloud) backend() *neutron.Backend {
 
 // state reads real Neutron as the admin: the networks of the test's
 // managed-by, tagged or not yet (an interrupted create leaves an untagged
-// network whose description names it); creates counts the networks created
-// through the proxy per UID named in their description.
+// network whose description names it, reported as held for no Network);
+// creates counts the networks Neutron confirmed creating per UID named in
+// their description.
 func (c *cloud) state() backendState {
 	return func() ([]backendNetwork, map[types.UID]int) {
 		admin := c.real.Admin(c.t)

@@ -39,7 +39,7 @@ type Proxy struct {
 	failNext []int
 	routes   map[string]*routeFault
 	counts   map[string]int
-	created  []string // descriptions of the network creates sent to Neutron
+	created  []string // descriptions of the networks Neutron confirmed creating
 }
 
 type routeFault struct{ status, remaining int }
@@ -76,6 +76,13 @@ func (c *Cloud) NewProxy(t testing.TB) *Proxy {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		resp.ContentLength = int64(len(body))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	np.ModifyResponse = func(resp *http.Response) error {
+		if resp.StatusCode == http.StatusCreated && resp.Request.Method == http.MethodPost &&
+			strings.HasSuffix(resp.Request.URL.Path, "/v2.0/networks") {
+			return p.recordCreate(resp)
+		}
 		return nil
 	}
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -125,8 +132,10 @@ func (p *Proxy) Backend(t testing.TB, c *Cloud, opts neutron.Options) *neutron.B
 	return c.Backend(t, opts)
 }
 
-// CreatedNetworks returns the descriptions of the network creates sent on
-// to Neutron through the proxy, in order.
+// CreatedNetworks returns the descriptions of the networks Neutron
+// confirmed creating (201) through the proxy, in order. A create whose
+// client gave up before the answer is not in it; whatever network Neutron
+// made for it is still in Neutron for a test to find.
 func (p *Proxy) CreatedNetworks() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -188,32 +197,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			http.StatusText(status))
 		return
 	}
-	if rt == "POST /v2.0/networks" {
-		p.recordCreate(r)
-	}
 	next.ServeHTTP(w, r)
-}
-
-// recordCreate notes the description of a network create sent on to
-// Neutron: a create counts once sent, whether or not its client waits for
-// the answer (Neutron may create the network all the same).
-func (p *Proxy) recordCreate(r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	r.Body.Close()
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return
-	}
-	var req struct {
-		Network struct {
-			Description string `json:"description"`
-		} `json:"network"`
-	}
-	if json.Unmarshal(body, &req) == nil {
-		p.mu.Lock()
-		p.created = append(p.created, req.Network.Description)
-		p.mu.Unlock()
-	}
 }
 
 // SetLatency delays every request by d (0 removes it).
@@ -295,4 +279,25 @@ func (p *Proxy) Requests() int {
 		}
 	}
 	return n
+}
+
+// recordCreate notes the description of the network a 201 answer carries.
+func (p *Proxy) recordCreate(resp *http.Response) error {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	var created struct {
+		Network struct {
+			Description string `json:"description"`
+		} `json:"network"`
+	}
+	if json.Unmarshal(body, &created) == nil {
+		p.mu.Lock()
+		p.created = append(p.created, created.Network.Description)
+		p.mu.Unlock()
+	}
+	return nil
 }
