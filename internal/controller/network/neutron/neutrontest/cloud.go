@@ -171,20 +171,30 @@ func (c *Cloud) client(t testing.TB, env map[string]string) *gophercloud.Service
 	if sc := c.clients[env["OS_USERNAME"]]; sc != nil {
 		return sc
 	}
-	ao, eo, _, err := neutron.ConfigFromEnv(Getenv(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := openstack.AuthenticatedClient(context.Background(), ao)
-	if err != nil {
-		t.Fatalf("authenticating as %s: %v", ao.Username, err)
-	}
-	sc, err := openstack.NewNetworkV2(pc, eo)
+	sc, err := NewClient(env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.clients[env["OS_USERNAME"]] = sc
 	return sc
+}
+
+// NewClient returns a new network client authenticated as env's user, for
+// callers that are not tests (the bench).
+func NewClient(env map[string]string) (*gophercloud.ServiceClient, error) {
+	ao, eo, _, err := neutron.ConfigFromEnv(Getenv(env))
+	if err != nil {
+		return nil, err
+	}
+	pc, err := openstack.AuthenticatedClient(context.Background(), ao)
+	if err != nil {
+		return nil, fmt.Errorf("authenticating as %s: %w", ao.Username, err)
+	}
+	sc, err := openstack.NewNetworkV2(pc, eo)
+	if err != nil {
+		return nil, fmt.Errorf("creating the network client: %w", err)
+	}
+	return sc, nil
 }
 
 // UniqueManagedBy returns a managed-by value of its own for one test, so

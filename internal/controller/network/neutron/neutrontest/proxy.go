@@ -52,13 +52,24 @@ const (
 // NewProxy starts a proxy in front of c; it stops when t ends.
 func (c *Cloud) NewProxy(t testing.TB) *Proxy {
 	t.Helper()
-	keystone, err := url.Parse(c.KeystoneURL)
+	p, err := StartProxy(c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// StartProxy starts a proxy in front of c for callers that are not tests
+// (the bench); the caller stops it with Close.
+func StartProxy(c *Cloud) (*Proxy, error) {
+	keystone, err := url.Parse(c.KeystoneURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing keystone url: %w", err)
+	}
 	nw, err := url.Parse(c.NeutronURL)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("parsing neutron url: %w", err)
 	}
 	p := &Proxy{routes: map[string]*routeFault{}, counts: map[string]int{}}
 	kp, np := httputil.NewSingleHostReverseProxy(keystone), httputil.NewSingleHostReverseProxy(nw)
@@ -103,14 +114,16 @@ func (c *Cloud) NewProxy(t testing.TB) *Proxy {
 	}))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("listening for the proxy: %w", err)
 	}
 	p.srv.Listener = l
 	p.srv.Start()
-	t.Cleanup(p.srv.Close)
 	p.URL = p.srv.URL
-	return p
+	return p, nil
 }
+
+// Close stops the proxy.
+func (p *Proxy) Close() { p.srv.Close() }
 
 // AuthURL is Keystone's v3 URL through the proxy.
 func (p *Proxy) AuthURL() string { return p.URL + identityPrefix + "/v3" }
