@@ -81,9 +81,9 @@ N          ?= 1000
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Measure the controllers against the API server's own limit on a fresh local control plane (N=1000; `make bench N=10000`); table on stdout, JSON in bench-results/.
+bench: ## Measure the controllers against the API server's own limit on a fresh local control plane, and the network controller against real Neutron (N=1000; `make bench N=10000`); table on stdout, JSON in bench-results/.
 	hack/build-tools.sh kube-apiserver etcd traefik
-	$(GO) run ./test/bench/cmd/bench -n $(N) $(BENCH_ARGS)
+	hack/with-openstack.sh $(GO) run ./test/bench/cmd/bench -n $(N) $(BENCH_ARGS)
 
 .PHONY: openstack-up
 openstack-up: ## Start the local Keystone + Neutron (installs Debian's packages when missing; needs root for that).

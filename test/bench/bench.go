@@ -14,6 +14,10 @@
 //     an independent watch;
 //   - network, in-process on the memory backend with injected latency:
 //     Networks/s to Ready against the worker count;
+//   - neutron, in-process against the real Neutron of hack/openstack-up.sh:
+//     Networks/s to Ready against the worker count, beside a direct
+//     gophercloud client's rate for the same requests, and Neutron API
+//     requests per Network;
 //   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N.
 //
 // API writes come from the API server's apiserver_request_total. Benchmarks
@@ -81,7 +85,13 @@ type Config struct {
 	// (0: none), annotated at RoutableRate per second.
 	Routable     int
 	RoutableRate float64
-	// Skip names phases not to run: "steady", "routable", "network".
+	// NeutronNetworks is the number of Networks of each neutron case (0:
+	// no neutron phase), against the real OpenStack whose state directory
+	// (hack/openstack-up.sh) is OpenStackDir, at each of NeutronWorkers.
+	NeutronNetworks int
+	NeutronWorkers  []int
+	OpenStackDir    string
+	// Skip names phases not to run: "steady", "routable", "network", "neutron".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
@@ -103,6 +113,8 @@ func DefaultConfig(n int) Config {
 		Networks:         256,
 		NetworkLatencies: []time.Duration{0, 10 * time.Millisecond, 100 * time.Millisecond},
 		NetworkWorkers:   []int{1, 4, 16, 64},
+		NeutronNetworks:  64,
+		NeutronWorkers:   []int{1, 4, 16, 64},
 		GCWait:           150 * time.Second,
 		Settle:           time.Second,
 	}
@@ -136,6 +148,8 @@ type run struct {
 	env        *envtest.Environment
 	envStarted bool // env is to be stopped
 	tmp        string
+	// cleanups run when the run ends, last first (before tmp goes).
+	cleanups   []func()
 	managerBin string
 	kubeconfig string
 	l          float64
@@ -174,6 +188,11 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return res, fmt.Errorf("creating a temporary directory: %w", err)
 	}
 	defer os.RemoveAll(r.tmp)
+	defer func() {
+		for i := len(r.cleanups) - 1; i >= 0; i-- {
+			r.cleanups[i]()
+		}
+	}()
 
 	if err := r.buildManager(ctx); err != nil {
 		return res, err
@@ -204,6 +223,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		{"limit", r.limit},
 		{"ingress-manager", r.ingressManager},
 		{"network", r.network},
+		{"neutron", r.neutronPhase},
 	} {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("interrupted before the %s phase: %w", phase.name, context.Cause(ctx))

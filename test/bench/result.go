@@ -14,19 +14,20 @@ import (
 
 // Result is the outcome of one run; it is written as JSON.
 type Result struct {
-	Started         time.Time `json:"started"`
-	Finished        time.Time `json:"finished"`
-	DurationSeconds float64   `json:"duration_seconds"`
-	N               int       `json:"n"`
-	Error           string    `json:"error,omitempty"`
-	Versions        Versions  `json:"versions"`
-	Machine         Machine   `json:"machine"`
-	Settings        Settings  `json:"settings"`
-	Limit           Limit     `json:"limit"`
-	Ingress         Ingress   `json:"ingress_manager"`
-	Memory          Memory    `json:"memory"`
-	Network         []NetCase `json:"network"`
-	Targets         []Target  `json:"targets"`
+	Started         time.Time     `json:"started"`
+	Finished        time.Time     `json:"finished"`
+	DurationSeconds float64       `json:"duration_seconds"`
+	N               int           `json:"n"`
+	Error           string        `json:"error,omitempty"`
+	Versions        Versions      `json:"versions"`
+	Machine         Machine       `json:"machine"`
+	Settings        Settings      `json:"settings"`
+	Limit           Limit         `json:"limit"`
+	Ingress         Ingress       `json:"ingress_manager"`
+	Memory          Memory        `json:"memory"`
+	Network         []NetCase     `json:"network"`
+	Neutron         []NeutronCase `json:"neutron,omitempty"`
+	Targets         []Target      `json:"targets"`
 }
 
 // Versions of what ran.
@@ -195,6 +196,21 @@ type NetCase struct {
 	PerSecond float64 `json:"networks_per_second"`
 	// Writes per Network (finalizer + status), and Events.
 	WritesPerNetwork float64 `json:"writes_per_network"`
+}
+
+// NeutronCase is one case of the neutron phase.
+type NeutronCase struct {
+	Workers  int     `json:"workers"`
+	Networks int     `json:"networks"`
+	Seconds  float64 `json:"seconds"`
+	// PerSecond is Networks to Ready per second; DirectPerSecond the rate
+	// of a direct client making the same Neutron requests at the same
+	// concurrency; Ratio the first over the second.
+	PerSecond       float64 `json:"networks_per_second"`
+	DirectPerSecond float64 `json:"direct_per_second"`
+	Ratio           float64 `json:"ratio"`
+	// RequestsPerNetwork counts every Neutron API request of the controller.
+	RequestsPerNetwork float64 `json:"neutron_requests_per_network"`
 }
 
 // Target is one target of the issue and whether the run met it.
@@ -451,6 +467,16 @@ func (r *Result) WriteTable(out io.Writer) {
 				cells = append(cells, cell)
 			}
 			row(cells...)
+		}
+		flush()
+	}
+
+	if len(r.Neutron) > 0 {
+		row("neutron (real): workers", "Networks", "controller Networks/s to Ready", "direct client /s", "controller / direct", "Neutron requests / Network")
+		sep(6)
+		for _, c := range r.Neutron {
+			row(fmt.Sprint(c.Workers), fmt.Sprint(c.Networks), fmt.Sprintf("%.1f", c.PerSecond), fmt.Sprintf("%.1f", c.DirectPerSecond),
+				fmt.Sprintf("%.2f", c.Ratio), fmt.Sprintf("%.1f", c.RequestsPerNetwork))
 		}
 		flush()
 	}

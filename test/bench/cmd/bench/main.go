@@ -58,7 +58,9 @@ func run() int {
 	flag.Float64Var(&cfg.RoutableRate, "routable-rate", cfg.RoutableRate, "Annotations per second of the event -> routable step.")
 	flag.IntVar(&cfg.Networks, "networks", cfg.Networks, "Networks per network case.")
 	conc := flag.String("concurrency", "1,4,16,64", "Client concurrencies of the limit phase.")
-	skip := flag.String("skip", "", "Comma-separated phases not to run: steady, routable, network (for quick tuning runs).")
+	flag.IntVar(&cfg.NeutronNetworks, "neutron-networks", cfg.NeutronNetworks, "Networks per neutron case (real Neutron of TEST_OPENSTACK_DIR; `make bench` starts one); 0 skips the phase.")
+	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
+	skip := flag.String("skip", "", "Comma-separated phases not to run: steady, routable, network, neutron (for quick tuning runs).")
 	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -89,14 +91,24 @@ func run() int {
 		}
 		cfg.Concurrencies = append(cfg.Concurrencies, v)
 	}
+	cfg.NeutronWorkers = nil
+	for _, c := range strings.Split(*neutronWorkers, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || v < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -neutron-workers: %q is not a positive integer\n", c)
+			return 2
+		}
+		cfg.NeutronWorkers = append(cfg.NeutronWorkers, v)
+	}
+	cfg.OpenStackDir = os.Getenv("TEST_OPENSTACK_DIR")
 	cfg.Skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "":
-		case "steady", "routable", "network":
+		case "steady", "routable", "network", "neutron":
 			cfg.Skip[s] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (steady, routable, network)\n", s)
+			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (steady, routable, network, neutron)\n", s)
 			return 2
 		}
 	}

@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+
+	"github.com/kube-sample/controller-manager/internal/app"
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// neutronPhase measures, against the real Neutron of Config.OpenStackDir,
+// Networks/s to Ready at each worker count beside the rate at which a
+// direct gophercloud client makes the same requests (network, tags,
+// subnet, tags) at the same concurrency: Neutron's own limit.
+func (r *run) neutronPhase(ctx context.Context) error {
+	if r.cfg.NeutronNetworks <= 0 || r.cfg.OpenStackDir == "" {
+		r.cfg.logf("neutron: skipped (no OpenStack: run through hack/with-openstack.sh, as `make bench` does)")
+		return nil
+	}
+	cloud, err := neutrontest.Load(r.cfg.OpenStackDir)
+	if err != nil {
+		return err
+	}
+	direct, err := neutrontest.NewClient(cloud.Env())
+	if err != nil {
+		// The run is in its private network namespace (for the routable
+		// step), where the servers on the host's loopback are out of
+		// reach: start an OpenStack of its own here.
+		r.cfg.logf("neutron: the OpenStack of %s is out of reach (%v); starting one in this network namespace", r.cfg.OpenStackDir, err)
+		if cloud, err = r.ownOpenStack(ctx); err != nil {
+			return err
+		}
+		if direct, err = neutrontest.NewClient(cloud.Env()); err != nil {
+			return err
+		}
+	}
+	jsonCfg := rest.CopyConfig(r.admin)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "", ""
+	client, err := versioned.NewForConfig(jsonCfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range r.cfg.NeutronWorkers {
+		c := NeutronCase{Workers: w, Networks: r.cfg.NeutronNetworks}
+		if c.DirectPerSecond, err = r.neutronDirect(ctx, direct, w); err != nil {
+			return fmt.Errorf("direct client, concurrency %d: %w", w, err)
+		}
+		if err := r.neutronController(ctx, cloud, jsonCfg, client, &c); err != nil {
+			return fmt.Errorf("controller, %d workers: %w", w, err)
+		}
+		c.Ratio = c.PerSecond / c.DirectPerSecond
+		r.res.Neutron = append(r.res.Neutron, c)
+		r.cfg.logf("neutron: %d workers: controller %.1f Networks/s, direct client %.1f/s (%.2f x), %.1f Neutron requests/Network",
+			w, c.PerSecond, c.DirectPerSecond, c.Ratio, c.RequestsPerNetwork)
+	}
+	return nil
+}
+
+// ownOpenStack starts hack/openstack-up.sh's OpenStack in a directory of
+// the run, stopped when the run ends.
+func (r *run) ownOpenStack(ctx context.Context) (*neutrontest.Cloud, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(r.tmp, "openstack")
+	env := append(os.Environ(), "OPENSTACK_DIR="+dir)
+	up := exec.CommandContext(ctx, filepath.Join(root, "hack", "openstack-up.sh"))
+	up.Env, up.Stdout, up.Stderr = env, r.cfg.Log, r.cfg.Log
+	if up.Stdout == nil {
+		up.Stdout, up.Stderr = io.Discard, io.Discard
+	}
+	r.cleanups = append(r.cleanups, func() {
+		down := exec.Command(filepath.Join(root, "hack", "openstack-down.sh"))
+		down.Env = env
+		_ = down.Run()
+	})
+	if err := up.Run(); err != nil {
+		return nil, fmt.Errorf("starting an OpenStack: %w", err)
+	}
+	return neutrontest.Load(dir)
+}
+
+// neutronDirect creates NeutronNetworks networks with their subnets and
+// tags at concurrency w, as the backend does, and returns the rate; then
+// deletes them (not timed).
+func (r *run) neutronDirect(ctx context.Context, sc *gophercloud.ServiceClient, w int) (float64, error) {
+	m := r.cfg.NeutronNetworks
+	managedBy := neutrontest.UniqueManagedBy()
+	ids := make([]string, m)
+	start := time.Now()
+	_, err := parallel(ctx, m, w, func(ctx context.Context, i int) error {
+		tags := []string{neutron.UIDTagPrefix + fmt.Sprintf("bench-%06d", i), neutron.ManagedByTagPrefix + managedBy}
+		n, err := networks.Create(ctx, sc, networks.CreateOpts{Name: fmt.Sprintf("bench-direct-%d", i)}).Extract()
+		if err != nil {
+			return err
+		}
+		ids[i] = n.ID
+		if _, err := attributestags.ReplaceAll(ctx, sc, "networks", n.ID, attributestags.ReplaceAllOpts{Tags: tags}).Extract(); err != nil {
+			return err
+		}
+		gw := fmt.Sprintf("10.%d.%d.1", i/256, i%256)
+		s, err := subnets.Create(ctx, sc, subnets.CreateOpts{NetworkID: n.ID, CIDR: fmt.Sprintf("10.%d.%d.0/24", i/256, i%256),
+			GatewayIP: &gw, IPVersion: gophercloud.IPv4}).Extract()
+		if err != nil {
+			return err
+		}
+		_, err = attributestags.ReplaceAll(ctx, sc, "subnets", s.ID, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
+		return err
+	})
+	rate := float64(m) / time.Since(start).Seconds()
+	_, delErr := parallel(ctx, m, 8, func(ctx context.Context, i int) error {
+		if ids[i] == "" {
+			return nil
+		}
+		if err := networks.Delete(ctx, sc, ids[i]).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return rate, delErr
+}
+
+// neutronController runs the network controller in-process with c.Workers
+// workers and the Neutron backend behind a counting proxy, and measures
+// NeutronNetworks Networks to Ready; then deletes them and waits until
+// their Neutron networks are gone (not timed).
+func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface, c *NeutronCase) (err error) {
+	m := c.Networks
+	ns := fmt.Sprintf("bench-neutron-%d", c.Workers)
+	if err := createNamespace(ctx, r.client, ns); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
+	defer cancel()
+	if _, err := parallel(ctx, m, 16, func(ctx context.Context, i int) error {
+		_, err := client.SamplecrdV1().Networks(ns).Create(ctx, &samplecrdv1.Network{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("net-%06d", i)},
+			Spec: samplecrdv1.NetworkSpec{
+				CIDR:    fmt.Sprintf("10.%d.%d.0/24", i/256, i%256),
+				Gateway: fmt.Sprintf("10.%d.%d.1", i/256, i%256),
+			},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating networks: %w", err)
+	}
+
+	ready := newReadyCounter(m)
+	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0, externalversions.WithNamespace(ns))
+	inf := factory.Samplecrd().V1().Networks().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    ready.observe,
+		UpdateFunc: func(_, obj any) { ready.observe(obj) },
+	}); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("network watcher did not sync: %w", context.Cause(ctx))
+	}
+
+	proxy, err := neutrontest.StartProxy(cloud)
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+	managedBy := neutrontest.UniqueManagedBy()
+	backend, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(proxy.Env(cloud.Env())), ManagedBy: managedBy})
+	if err != nil {
+		return err
+	}
+	o := app.NewOptions()
+	o.Controllers = []string{network.Name}
+	o.Namespace = ns
+	o.Workers[network.Name] = c.Workers
+	o.NetworkBackend = backend
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.ShutdownTimeout = 10 * time.Second
+	mgrCtx, stopMgr := context.WithCancel(klog.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard)))))
+	defer stopMgr()
+	mgr, err := app.NewManager(mgrCtx, o, cfg)
+	if err != nil {
+		return err
+	}
+	before := proxy.Requests()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Run(mgrCtx) }()
+	defer func() {
+		stopMgr()
+		if runErr := <-done; runErr != nil && err == nil {
+			err = runErr
+		}
+	}()
+	select {
+	case <-ready.done:
+	case err := <-done:
+		done <- err
+		return fmt.Errorf("the manager stopped: %v", err)
+	case <-ctx.Done():
+		return fmt.Errorf("%d of %d Networks Ready: %w", ready.count(), m, context.Cause(ctx))
+	}
+	c.Seconds = ready.at.Sub(start).Seconds()
+	c.PerSecond = float64(m) / c.Seconds
+	c.RequestsPerNetwork = float64(proxy.Requests()-before) / float64(m)
+
+	// Clean up through the controller (finalizers), then wait for it.
+	if err := client.SamplecrdV1().Networks(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		list, err := client.SamplecrdV1().Networks(ns).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && len(list.Items) == 0, err
+	})
+}
