@@ -41,7 +41,10 @@ var cfg *rest.Config
 
 func TestMain(m *testing.M) { framework.Main(m, &cfg) }
 
-const timeout = 30 * time.Second
+// timeout bounds every wait. Real Neutron shares one API worker with every
+// test package running at once, and a request of it can take its whole
+// 30s timeout before the retry goes through.
+const timeout = 2 * time.Minute
 
 type env struct {
 	t       *testing.T
