@@ -38,8 +38,7 @@ func Controllers() []Descriptor {
 			// Workers mostly wait on API round trips: enough of them keep a
 			// cold start over thousands of Services bound by the API server,
 			// not by us (throughput = workers / round trip, and a round trip
-			// grows to tens of ms under load). `make bench` at N=10,000 on 2
-			// cores: 16 workers converged in ~11s, 64 in ~9s.
+			// grows under load; README's bench section has the measurements).
 			DefaultWorkers: 64,
 			New: func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error) {
 				return ingressmanager.New(ctx, cctx, ingressmanager.Config{

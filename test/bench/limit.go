@@ -72,11 +72,11 @@ func (r *run) measure(ctx context.Context, n, conc int, do func(ctx context.Cont
 	}, nil
 }
 
-// benchService is one of the benchmark's Services: the seed's my-nginx
-// Service, annotated for an Ingress when annotated is true. It is headless:
-// the API server's cluster IP allocation slows down as tens of thousands of
-// IPs are taken (from 2,000 to under 100 creates/s here), which would only
-// slow the harness down; ingress-manager reads no cluster IP.
+// benchService is one of the benchmark's Services, shaped like the
+// README's my-nginx example, annotated for an Ingress when annotated is
+// true. It is headless: the API server's cluster IP allocation slows down
+// as tens of thousands of IPs are taken, which would only slow the harness
+// down; ingress-manager reads no cluster IP.
 func benchService(ns, name string, annotated bool) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},

@@ -1,5 +1,5 @@
-// Package podlogger is the pod-logger controller: the client-go workqueue
-// example (seed 000). It watches Pods and logs every add, update and delete,
+// Package podlogger is the pod-logger controller, in the shape of the
+// client-go workqueue example. It watches Pods and logs every add, update and delete,
 // saying what changed.
 package podlogger
 
@@ -25,7 +25,8 @@ import (
 const Name = "pod-logger"
 
 // MaxRetries is how often a failing sync is retried before its key is
-// dropped (seed 000: five retries, then "Dropping pod out of the queue").
+// dropped with a "Dropping pod out of the queue" log line, as the client-go
+// workqueue example does.
 const MaxRetries = 5
 
 // Controller logs Pod changes.

@@ -1,7 +1,7 @@
 // Package memory is an in-process network backend: the default for local
 // runs and demos, and a fast, controllable backend for tests and benchmarks.
-// It keeps networks in memory and logs every operation like the seed's
-// "Neutron mock". Like Neutron with a shared address scope, it rejects a
+// It keeps networks in memory and logs every operation, so a local run
+// shows what a real backend would be asked to do. Like Neutron with a shared address scope, it rejects a
 // subnet whose CIDR overlaps another one (a permanent error).
 package memory
 
