@@ -118,7 +118,7 @@ key_repository = ${DIR}/credential-keys
 enabled = false
 [identity]
 # bcrypt's minimum cost: a test cloud authenticates often, and the default
-# (12) costs a core a quarter of a second per authentication.
+# cost makes every authentication take a core for a noticeable while.
 password_hash_rounds = 4
 EOF
 km() { keystone-manage --config-file "${DIR}/keystone.conf" "$@" >>"${DIR}/keystone-manage.log" 2>&1; }

@@ -82,23 +82,13 @@ func run() int {
 		return 0
 	}
 	cfg.N = *n
-	cfg.Concurrencies = nil
-	for _, c := range strings.Split(*conc, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(c))
-		if err != nil || v < 1 {
-			fmt.Fprintf(os.Stderr, "bench: -concurrency: %q is not a positive integer\n", c)
-			return 2
-		}
-		cfg.Concurrencies = append(cfg.Concurrencies, v)
+	if cfg.Concurrencies, err = positiveInts("concurrency", *conc); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
 	}
-	cfg.NeutronWorkers = nil
-	for _, c := range strings.Split(*neutronWorkers, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(c))
-		if err != nil || v < 1 {
-			fmt.Fprintf(os.Stderr, "bench: -neutron-workers: %q is not a positive integer\n", c)
-			return 2
-		}
-		cfg.NeutronWorkers = append(cfg.NeutronWorkers, v)
+	if cfg.NeutronWorkers, err = positiveInts("neutron-workers", *neutronWorkers); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
 	}
 	cfg.OpenStackDir = os.Getenv("TEST_OPENSTACK_DIR")
 	cfg.Skip = map[string]bool{}
@@ -154,4 +144,17 @@ func removeOlder(dir, keep string) {
 			_ = os.Remove(p)
 		}
 	}
+}
+
+// positiveInts parses the comma-separated list of flag name.
+func positiveInts(name, list string) ([]int, error) {
+	var out []int
+	for _, c := range strings.Split(list, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("-%s: %q is not a positive integer", name, c)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
