@@ -46,12 +46,37 @@ func (r *run) network(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versioned.Interface, latency time.Duration, workers int) (res NetCase, err error) {
+func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versioned.Interface, latency time.Duration, workers int) (NetCase, error) {
 	m := r.cfg.Networks
-	res = NetCase{LatencyMs: float64(latency.Milliseconds()), Workers: workers, Networks: m}
-	ns := fmt.Sprintf("bench-net-%d-%d", latency.Milliseconds(), workers)
-	if err := createNamespace(ctx, r.client, ns); err != nil {
+	res := NetCase{LatencyMs: float64(latency.Milliseconds()), Workers: workers, Networks: m}
+	backend := memory.New()
+	backend.SetLatency(latency)
+	var before requestCounts
+	took, err := r.networksToReady(ctx, cfg, client, fmt.Sprintf("bench-net-%d-%d", latency.Milliseconds(), workers), m, workers, backend,
+		func(ctx context.Context) (err error) { before, err = r.counts(ctx); return err }, nil)
+	if err != nil {
 		return res, err
+	}
+	res.Seconds = took.Seconds()
+	res.PerSecond = float64(m) / res.Seconds
+	after, err := r.counts(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.WritesPerNetwork = float64(after.diff(before).writes("networks", "networks/status")) / float64(m)
+	return res, nil
+}
+
+// networksToReady creates m Networks in the new namespace ns, runs the
+// network controller in-process on backend with workers workers (its logs
+// discarded) until an independent watch sees them all Ready, and returns
+// how long that took from the manager's start. atStart runs just before the
+// manager starts; whileRunning, if set, once they are Ready, before the
+// manager stops.
+func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client versioned.Interface, ns string, m, workers int,
+	backend network.Backend, atStart, whileRunning func(context.Context) error) (took time.Duration, err error) {
+	if err := createNamespace(ctx, r.client, ns); err != nil {
+		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
 	defer cancel()
@@ -66,7 +91,7 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 		}, metav1.CreateOptions{})
 		return err
 	}); err != nil {
-		return res, fmt.Errorf("creating networks: %w", err)
+		return 0, fmt.Errorf("creating networks: %w", err)
 	}
 
 	// The independent watch: counts Ready Networks.
@@ -77,7 +102,7 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 		AddFunc:    ready.observe,
 		UpdateFunc: func(_, obj any) { ready.observe(obj) },
 	}); err != nil {
-		return res, err
+		return 0, err
 	}
 	stop := make(chan struct{})
 	factory.Start(stop)
@@ -86,11 +111,9 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 		factory.Shutdown()
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return res, fmt.Errorf("network watcher did not sync: %w", context.Cause(ctx))
+		return 0, fmt.Errorf("network watcher did not sync: %w", context.Cause(ctx))
 	}
 
-	backend := memory.New()
-	backend.SetLatency(latency)
 	o := app.NewOptions()
 	o.Controllers = []string{network.Name}
 	o.Namespace = ns
@@ -102,11 +125,10 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 	defer stopMgr()
 	mgr, err := app.NewManager(mgrCtx, o, cfg)
 	if err != nil {
-		return res, err
+		return 0, err
 	}
-	before, err := r.counts(ctx)
-	if err != nil {
-		return res, err
+	if err := atStart(ctx); err != nil {
+		return 0, err
 	}
 	start := time.Now()
 	done := make(chan error, 1)
@@ -121,18 +143,17 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 	case <-ready.done:
 	case err := <-done:
 		done <- err
-		return res, fmt.Errorf("the manager stopped: %v", err)
+		return 0, fmt.Errorf("the manager stopped: %v", err)
 	case <-ctx.Done():
-		return res, fmt.Errorf("%d of %d Networks Ready: %w", ready.count(), m, context.Cause(ctx))
+		return 0, fmt.Errorf("%d of %d Networks Ready: %w", ready.count(), m, context.Cause(ctx))
 	}
-	res.Seconds = ready.at.Sub(start).Seconds()
-	res.PerSecond = float64(m) / res.Seconds
-	after, err := r.counts(ctx)
-	if err != nil {
-		return res, err
+	took = ready.at.Sub(start)
+	if whileRunning != nil {
+		if err := whileRunning(ctx); err != nil {
+			return took, err
+		}
 	}
-	res.WritesPerNetwork = float64(after.diff(before).writes("networks", "networks/status")) / float64(m)
-	return res, nil
+	return took, nil
 }
 
 // readyCounter counts Networks whose Ready condition is True for their

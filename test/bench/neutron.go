@@ -17,17 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
 
-	"github.com/kube-sample/controller-manager/internal/app"
-	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
-	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
-	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
@@ -151,100 +144,38 @@ func (r *run) neutronDirect(ctx context.Context, sc *gophercloud.ServiceClient, 
 // workers and the Neutron backend behind a counting proxy, and measures
 // NeutronNetworks Networks to Ready; then deletes them and waits until
 // their Neutron networks are gone (not timed).
-func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface, c *NeutronCase) (err error) {
-	m := c.Networks
-	ns := fmt.Sprintf("bench-neutron-%d", c.Workers)
-	if err := createNamespace(ctx, r.client, ns); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
-	defer cancel()
-	if _, err := parallel(ctx, m, 16, func(ctx context.Context, i int) error {
-		_, err := client.SamplecrdV1().Networks(ns).Create(ctx, &samplecrdv1.Network{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("net-%06d", i)},
-			Spec: samplecrdv1.NetworkSpec{
-				CIDR:    fmt.Sprintf("10.%d.%d.0/24", i/256, i%256),
-				Gateway: fmt.Sprintf("10.%d.%d.1", i/256, i%256),
-			},
-		}, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("creating networks: %w", err)
-	}
-
-	ready := newReadyCounter(m)
-	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0, externalversions.WithNamespace(ns))
-	inf := factory.Samplecrd().V1().Networks().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    ready.observe,
-		UpdateFunc: func(_, obj any) { ready.observe(obj) },
-	}); err != nil {
-		return err
-	}
-	stop := make(chan struct{})
-	factory.Start(stop)
-	defer func() {
-		close(stop)
-		factory.Shutdown()
-	}()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("network watcher did not sync: %w", context.Cause(ctx))
-	}
-
+func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface, c *NeutronCase) error {
 	proxy, err := neutrontest.StartProxy(cloud)
 	if err != nil {
 		return err
 	}
 	defer proxy.Close()
-	managedBy := neutrontest.UniqueManagedBy()
-	backend, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(proxy.Env(cloud.Env())), ManagedBy: managedBy})
+	backend, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(proxy.Env(cloud.Env())), ManagedBy: neutrontest.UniqueManagedBy()})
 	if err != nil {
 		return err
 	}
-	o := app.NewOptions()
-	o.Controllers = []string{network.Name}
-	o.Namespace = ns
-	o.Workers[network.Name] = c.Workers
-	o.NetworkBackend = backend
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.ShutdownTimeout = 10 * time.Second
-	mgrCtx, stopMgr := context.WithCancel(klog.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard)))))
-	defer stopMgr()
-	mgr, err := app.NewManager(mgrCtx, o, cfg)
+	ns := fmt.Sprintf("bench-neutron-%d", c.Workers)
+	before := 0
+	took, err := r.networksToReady(ctx, cfg, client, ns, c.Networks, c.Workers, backend,
+		func(context.Context) error { before = proxy.Requests(); return nil },
+		func(ctx context.Context) error {
+			c.RequestsPerNetwork = float64(proxy.Requests()-before) / float64(c.Networks)
+			// Clean up through the controller (finalizers), then wait for it.
+			if err := client.SamplecrdV1().Networks(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				return err
+			}
+			return wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+				list, err := client.SamplecrdV1().Networks(ns).List(ctx, metav1.ListOptions{})
+				if apierrors.IsNotFound(err) {
+					return true, nil
+				}
+				return err == nil && len(list.Items) == 0, err
+			})
+		})
 	if err != nil {
 		return err
 	}
-	before := proxy.Requests()
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Run(mgrCtx) }()
-	defer func() {
-		stopMgr()
-		if runErr := <-done; runErr != nil && err == nil {
-			err = runErr
-		}
-	}()
-	select {
-	case <-ready.done:
-	case err := <-done:
-		done <- err
-		return fmt.Errorf("the manager stopped: %v", err)
-	case <-ctx.Done():
-		return fmt.Errorf("%d of %d Networks Ready: %w", ready.count(), m, context.Cause(ctx))
-	}
-	c.Seconds = ready.at.Sub(start).Seconds()
-	c.PerSecond = float64(m) / c.Seconds
-	c.RequestsPerNetwork = float64(proxy.Requests()-before) / float64(m)
-
-	// Clean up through the controller (finalizers), then wait for it.
-	if err := client.SamplecrdV1().Networks(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return err
-	}
-	return wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		list, err := client.SamplecrdV1().Networks(ns).List(ctx, metav1.ListOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return err == nil && len(list.Items) == 0, err
-	})
+	c.Seconds = took.Seconds()
+	c.PerSecond = float64(c.Networks) / c.Seconds
+	return nil
 }
