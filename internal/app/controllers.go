@@ -41,10 +41,7 @@ func Controllers() []Descriptor {
 			// grows under load; README's bench section has the measurements).
 			DefaultWorkers: 64,
 			New: func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error) {
-				return ingressmanager.New(ctx, cctx, ingressmanager.Config{
-					HostTemplate: o.IngressHostTemplate,
-					IngressClass: o.IngressClass,
-				})
+				return ingressmanager.New(ctx, cctx, o.ingressConfig())
 			},
 		},
 		{

@@ -35,8 +35,10 @@ type Options struct {
 	FieldManager    string
 
 	// ingress-manager.
-	IngressHostTemplate string
-	IngressClass        string
+	IngressHostTemplate     string
+	IngressClass            string
+	IngressGateway          string
+	GatewayAPICheckInterval time.Duration
 
 	// network.
 	NetworkBackendName string
@@ -82,26 +84,27 @@ const (
 // NewOptions returns options with their defaults.
 func NewOptions() *Options {
 	o := &Options{
-		KubeAPIQPS:             DefaultKubeAPIQPS,
-		KubeAPIBurst:           DefaultKubeAPIBurst,
-		Controllers:            []string{"*"},
-		Workers:                map[string]int{},
-		ResyncPeriod:           10 * time.Minute,
-		ShutdownTimeout:        30 * time.Second,
-		FieldManager:           "controller-manager",
-		IngressHostTemplate:    ingressmanager.DefaultHostTemplate,
-		NetworkBackendName:     "memory",
-		NetworkGCInterval:      10 * time.Minute,
-		NeutronManagedBy:       "controller-manager",
-		LeaderElectNamespace:   "kube-system",
-		LeaderElectName:        "controller-manager",
-		LeaseDuration:          15 * time.Second,
-		RenewDeadline:          10 * time.Second,
-		RetryPeriod:            2 * time.Second,
-		MetricsBindAddress:     "127.0.0.1:8443",
-		MetricsSecure:          true,
-		HealthProbeBindAddress: "127.0.0.1:8081",
-		Logs:                   logsapi.NewLoggingConfiguration(),
+		KubeAPIQPS:              DefaultKubeAPIQPS,
+		KubeAPIBurst:            DefaultKubeAPIBurst,
+		Controllers:             []string{"*"},
+		Workers:                 map[string]int{},
+		ResyncPeriod:            10 * time.Minute,
+		ShutdownTimeout:         30 * time.Second,
+		FieldManager:            "controller-manager",
+		IngressHostTemplate:     ingressmanager.DefaultHostTemplate,
+		GatewayAPICheckInterval: ingressmanager.DefaultGatewayAPICheckInterval,
+		NetworkBackendName:      "memory",
+		NetworkGCInterval:       10 * time.Minute,
+		NeutronManagedBy:        "controller-manager",
+		LeaderElectNamespace:    "kube-system",
+		LeaderElectName:         "controller-manager",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		MetricsBindAddress:      "127.0.0.1:8443",
+		MetricsSecure:           true,
+		HealthProbeBindAddress:  "127.0.0.1:8081",
+		Logs:                    logsapi.NewLoggingConfiguration(),
 	}
 	for _, d := range Controllers() {
 		o.Workers[d.Name] = d.DefaultWorkers
@@ -144,6 +147,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Go template of the Ingress rule host for Services without the ingress/host annotation; it sees .Name and .Namespace of the Service, e.g. '{{.Name}}.{{.Namespace}}.apps.example.com'.")
 	fs.StringVar(&o.IngressClass, "ingress-class", o.IngressClass,
 		"spec.ingressClassName of Ingresses whose Service has no ingress/class annotation. Empty means none (the cluster's default IngressClass).")
+	fs.StringVar(&o.IngressGateway, "ingress-gateway", o.IngressGateway,
+		"<namespace>/<name> of the Gateway that annotated Services without their own ingress/gateway annotation attach to: they get a Gateway API HTTPRoute instead of an Ingress, and their Ingress is deleted once the Gateway accepted the route. A Service with ingress/gateway: \"\" stays on Ingress. Empty means none (every Service without ingress/gateway gets an Ingress).")
+	fs.DurationVar(&o.GatewayAPICheckInterval, "gateway-api-check-interval", o.GatewayAPICheckInterval,
+		"While the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes), how often ingress-manager asks again; once it does, HTTPRoutes are watched without a restart.")
 
 	fs = fss.FlagSet("network")
 	fs.StringVar(&o.NetworkBackendName, "network-backend", o.NetworkBackendName,
@@ -231,8 +238,11 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline))
 		}
 	}
-	if _, err := ingressmanager.NewBuilder(ingressmanager.Config{HostTemplate: o.IngressHostTemplate, IngressClass: o.IngressClass}); err != nil {
-		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class: %w", err))
+	if _, err := ingressmanager.NewBuilder(o.ingressConfig()); err != nil {
+		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class / --ingress-gateway: %w", err))
+	}
+	if o.GatewayAPICheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--gateway-api-check-interval: must be positive, got %v", o.GatewayAPICheckInterval))
 	}
 	if o.NetworkBackendName != "memory" && o.NetworkBackendName != "neutron" {
 		errs = append(errs, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", o.NetworkBackendName))
@@ -301,4 +311,14 @@ func flatten(err error) []error {
 		return agg.Errors()
 	}
 	return []error{err}
+}
+
+// ingressConfig is the ingress-manager configuration of the options.
+func (o *Options) ingressConfig() ingressmanager.Config {
+	return ingressmanager.Config{
+		HostTemplate:            o.IngressHostTemplate,
+		IngressClass:            o.IngressClass,
+		Gateway:                 o.IngressGateway,
+		GatewayAPICheckInterval: o.GatewayAPICheckInterval,
+	}
 }

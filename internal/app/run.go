@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 	"github.com/kube-sample/controller-manager/internal/metrics"
@@ -123,6 +124,11 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		return nil, fmt.Errorf("creating the samplecrd client: %w", err)
 	}
 
+	gatewayClient, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Gateway API client: %w", err)
+	}
+
 	m := &Manager{opts: o, client: client}
 	m.factory = informers.NewSharedInformerFactoryWithOptions(client, o.ResyncPeriod,
 		informers.WithNamespace(o.Namespace),
@@ -137,6 +143,8 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		InformerFactory:       m.factory,
 		SampleClient:          sampleClient,
 		SampleInformerFactory: m.sampleFactory,
+		GatewayClient:         gatewayClient,
+		Transform:             CacheTransform(o.FieldManager),
 		Discovery:             client.Discovery(),
 		EventRecorder: func(component string) record.EventRecorder {
 			return m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})

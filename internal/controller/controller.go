@@ -10,7 +10,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
@@ -45,6 +47,11 @@ type Context struct {
 	// SampleInformerFactory is the shared factory for samplecrd.k8s.io types,
 	// scoped and transformed like InformerFactory.
 	SampleInformerFactory externalversions.SharedInformerFactory
+	// GatewayClient talks to the gateway.networking.k8s.io API (JSON).
+	GatewayClient gatewayclient.Interface
+	// Transform is the shared factories' informer transform, for informers
+	// a controller starts itself.
+	Transform cache.TransformFunc
 	// Discovery tells which APIs the cluster serves.
 	Discovery discovery.DiscoveryInterface
 	// EventRecorder returns a recorder whose events name component as their source.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -152,6 +153,14 @@ type Config struct {
 	// FieldManager is the server-side-apply field manager the controller
 	// writes with. Empty means DefaultFieldManager.
 	FieldManager string
+	// Gateway (--ingress-gateway), <namespace>/<name>, is the Gateway of
+	// Services without ingress/gateway: they get an HTTPRoute attached to it
+	// instead of an Ingress. Empty means none.
+	Gateway string
+	// GatewayAPICheckInterval is how often the controller asks whether the
+	// cluster serves the Gateway API, while it does not. 0 means
+	// DefaultGatewayAPICheckInterval.
+	GatewayAPICheckInterval time.Duration
 }
 
 // Builder computes desired Ingresses. It is immutable and safe for
@@ -161,6 +170,7 @@ type Builder struct {
 	hostTemplate     *template.Template
 	ingressClass     string
 	fieldManager     string
+	gateway          *GatewayRef
 }
 
 // hostTemplateData is what the host template sees.
@@ -201,6 +211,13 @@ func NewBuilder(cfg Config) (*Builder, error) {
 		if why := dnsSubdomainProblem(b.ingressClass); why != "" {
 			return nil, fmt.Errorf("invalid ingress class %q: it %s (it must name an IngressClass object)", b.ingressClass, why)
 		}
+	}
+	if cfg.Gateway != "" {
+		ref, why := ParseGatewayRef(strings.TrimSpace(cfg.Gateway), "")
+		if why != "" {
+			return nil, fmt.Errorf("invalid default gateway %q: it %s", cfg.Gateway, why)
+		}
+		b.gateway = &ref
 	}
 	if len(b.fieldManager) > 128 {
 		return nil, fmt.Errorf("invalid field manager %q: longer than 128 characters", b.fieldManager)

@@ -54,11 +54,11 @@ func TestDeleteHandlersTakeTombstones(t *testing.T) {
 		obj     any
 		want    []string
 	}{
-		{"ingress", (*Controller).enqueueIngress, ing, []string{"ns/web", "ns/owner"}},
-		{"ingress tombstone", (*Controller).enqueueIngress, cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: ing}, []string{"ns/web", "ns/owner"}},
-		{"ingress tombstone of a wrong type", (*Controller).enqueueIngress, cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: svc}, nil},
-		{"ingress tombstone without object", (*Controller).enqueueIngress, cache.DeletedFinalStateUnknown{Key: "ns/x"}, nil},
-		{"nil", (*Controller).enqueueIngress, nil, nil},
+		{"ingress", (*Controller).enqueueOwned, ing, []string{"ns/web", "ns/owner"}},
+		{"ingress tombstone", (*Controller).enqueueOwned, cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: ing}, []string{"ns/web", "ns/owner"}},
+		{"ingress tombstone of a wrong type", (*Controller).enqueueOwned, cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: svc}, nil},
+		{"ingress tombstone without object", (*Controller).enqueueOwned, cache.DeletedFinalStateUnknown{Key: "ns/x"}, nil},
+		{"nil", (*Controller).enqueueOwned, nil, nil},
 		{"service", (*Controller).enqueue, svc, []string{"ns/svc"}},
 		{"service tombstone", (*Controller).enqueue, cache.DeletedFinalStateUnknown{Key: "ns/svc", Obj: svc}, []string{"ns/svc"}},
 		{"service tombstone without object", (*Controller).enqueue, cache.DeletedFinalStateUnknown{Key: "ns/gone"}, []string{"ns/gone"}},

@@ -18,7 +18,7 @@ func FuzzDeleteHandlers(f *testing.F) {
 		must, may := in.Want(handlertest.KindService)
 		handlertest.Check(t, in, handlertest.Drain(c.loop.Queue), must, may)
 
-		c.enqueueIngress(in.Object()) // the Ingress informer's DeleteFunc
+		c.enqueueOwned(in.Object()) // the Ingress informer's DeleteFunc
 		must, may = in.WantIngress()
 		handlertest.Check(t, in, handlertest.Drain(c.loop.Queue), must, may)
 	})

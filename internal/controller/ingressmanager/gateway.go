@@ -1,0 +1,122 @@
+package ingressmanager
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+)
+
+// DefaultGatewayAPICheckInterval is how often the controller asks discovery
+// whether the Gateway API is served, while it is not.
+const DefaultGatewayAPICheckInterval = 30 * time.Second
+
+// gatewayAPI watches HTTPRoutes once the cluster serves them. A cluster may
+// install the Gateway API CRDs after the manager started: until discovery
+// lists gateway.networking.k8s.io/v1 httproutes, there is no informer (a
+// watch of an unserved resource would only fail and retry), and Services
+// that ask for a Gateway keep their Ingress.
+type gatewayAPI struct {
+	discovery discovery.DiscoveryInterface
+	client    gatewayclient.Interface
+	namespace string
+	resync    time.Duration
+	transform cache.TransformFunc
+	interval  time.Duration
+	handler   cache.ResourceEventHandler
+
+	// known is set once the first answer is in: not served, or served and
+	// the informer synced. Workers wait for it, so a restart never mistakes
+	// "not looked yet" for "not installed".
+	known  atomic.Bool
+	routes atomic.Pointer[gatewaylisters.HTTPRouteLister]
+}
+
+// lister returns the HTTPRoute lister, or nil while the API is not served.
+func (g *gatewayAPI) lister() gatewaylisters.HTTPRouteLister {
+	if l := g.routes.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
+// served reports whether the API server serves HTTPRoutes in v1.
+func (g *gatewayAPI) served() (bool, error) {
+	list, err := g.discovery.ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "httproutes" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// run waits until HTTPRoutes are served, starts their informer, and once it
+// synced calls installed (to re-queue the Services that wait for it). It
+// returns when ctx ends.
+func (g *gatewayAPI) run(ctx context.Context, installed func()) {
+	logger := klog.FromContext(ctx)
+	for {
+		ok, err := g.served()
+		switch {
+		case err != nil:
+			logger.Info("Cannot tell whether the Gateway API is served; asking again", "err", err)
+		case ok:
+			g.start(ctx, installed)
+			return
+		case !g.known.Load():
+			logger.Info("The Gateway API is not served (no gateway.networking.k8s.io/v1 httproutes): Services that ask for a Gateway keep an Ingress until it is", "checkInterval", g.interval)
+			g.known.Store(true)
+		}
+		delay := g.interval
+		if err != nil && !g.known.Load() {
+			delay = min(delay, time.Second) // workers wait for the first answer
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (g *gatewayAPI) start(ctx context.Context, installed func()) {
+	logger := klog.FromContext(ctx)
+	factory := gatewayinformers.NewSharedInformerFactoryWithOptions(g.client, g.resync,
+		gatewayinformers.WithNamespace(g.namespace),
+		gatewayinformers.WithTransform(g.transform))
+	defer factory.Shutdown()
+	informer := factory.Gateway().V1().HTTPRoutes()
+	reg, err := informer.Informer().AddEventHandlerWithOptions(g.handler, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		logger.Error(err, "Cannot watch HTTPRoutes; Services that ask for a Gateway keep an Ingress")
+		g.known.Store(true)
+		return
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return
+	}
+	lister := informer.Lister()
+	g.routes.Store(&lister)
+	wasKnown := g.known.Swap(true)
+	logger.Info("Watching HTTPRoutes: the Gateway API is served")
+	if wasKnown {
+		installed()
+	}
+	<-ctx.Done()
+}

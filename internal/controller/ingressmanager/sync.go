@@ -1,0 +1,344 @@
+package ingressmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// sync converges the Ingress or HTTPRoute of one Service key.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KRef(key.Namespace, key.Name))
+	ctx = klog.NewContext(ctx, logger)
+
+	svc, err := c.services.Services(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		svc, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading service %s from the cache: %w", key, err)
+	}
+	ing, err := c.ingresses.Ingresses(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		ing, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading ingress %s from the cache: %w", key, err)
+	}
+	var route *gatewayv1.HTTPRoute
+	routes := c.gateway.lister()
+	if routes != nil {
+		route, err = routes.HTTPRoutes(key.Namespace).Get(key.Name)
+		if apierrors.IsNotFound(err) {
+			route, err = nil, nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading httproute %s from the cache: %w", key, err)
+		}
+	}
+
+	// An object controlled by a Service of this name that is not the
+	// current one (deleted, or deleted and recreated) is stale: remove it,
+	// so that the current Service (if any) gets a fresh one.
+	var errs []error
+	if ing != nil && isStale(ing, key.Name, svc) {
+		errs = append(errs, c.ingress.delete(ctx, svc, ing, "its Service no longer exists"))
+		ing = nil
+	}
+	if route != nil && isStale(route, key.Name, svc) {
+		errs = append(errs, c.route.delete(ctx, svc, route, "its Service no longer exists"))
+		route = nil
+	}
+	if err := errors.Join(errs...); err != nil || svc == nil {
+		if svc == nil {
+			c.notes.forget(key)
+		}
+		return err
+	}
+
+	r := &report{}
+	defer func() { c.notes.publish(svc, r) }()
+	switch {
+	case !Enabled(svc):
+		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
+		if ing != nil && IsControlledBy(ing, svc) {
+			errs = append(errs, c.ingress.delete(ctx, svc, ing, why))
+		}
+		if route != nil && isControlledBy(route, svc) {
+			errs = append(errs, c.route.delete(ctx, svc, route, why))
+		}
+		return errors.Join(errs...)
+	case c.builder.WantsRoute(svc) && routes == nil:
+		gw, _ := c.builder.Gateway(svc)
+		what := "a Gateway"
+		if gw != nil {
+			what = "Gateway " + gw.String()
+		}
+		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
+			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
+		return c.syncIngress(ctx, svc, ing, route, r)
+	case c.builder.WantsRoute(svc):
+		return c.syncRoute(ctx, svc, ing, route, r)
+	}
+	return c.syncIngress(ctx, svc, ing, route, r)
+}
+
+// syncIngress converges the Ingress of an enabled Service, then removes the
+// HTTPRoute it replaces once the Ingress has an address.
+func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+	desired, err := c.builder.Desired(svc)
+	var invalid *InvalidError
+	if errors.As(err, &invalid) {
+		// Bad input: tell the user on the Service, write nothing, do not
+		// retry (the fix is an edit of the Service, which requeues it).
+		r.warn(invalid.Reason, "", invalid.Message+"; the Ingress is left as it is until the annotations are fixed")
+		klog.FromContext(ctx).V(2).Info("Invalid ingress annotations", "reason", invalid.Reason, "message", invalid.Message)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if ing != nil && !IsControlledBy(ing, svc) {
+		r.warn(ReasonIngressExists, "", fmt.Sprintf(
+			"Ingress %s/%s exists and is not controlled by this Service (%s); it is left untouched. Delete or rename it, or remove the %s annotation",
+			ing.Namespace, ing.Name, controllerOf(ing), AnnotationHTTP))
+		return nil
+	}
+	if ing == nil {
+		// The route, if any, goes on a later sync, once the Ingress has
+		// an address (its events bring the Service back).
+		return c.ingress.create(ctx, svc, desired)
+	}
+	needs, err := c.ingress.needsUpdate(ing, desired)
+	if err != nil {
+		klog.FromContext(ctx).Info("Cannot tell which fields of the Ingress are ours; re-applying", "err", err)
+	}
+	if needs {
+		if err := c.ingress.update(ctx, svc, desired, ing); err != nil {
+			return err
+		}
+	}
+	if route == nil || !isControlledBy(route, svc) {
+		return nil
+	}
+	if !ingressReady(ing) {
+		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf(
+			"Keeping HTTPRoute %s until Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", route.Name, ing.Name))
+		return nil
+	}
+	return c.route.delete(ctx, svc, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name))
+}
+
+// ingressReady reports whether an Ingress controller took ing: it published
+// an address. Ingress has no condition saying more, so this is the signal
+// the move back from an HTTPRoute waits for.
+func ingressReady(ing *networkingv1.Ingress) bool {
+	return len(ing.Status.LoadBalancer.Ingress) > 0
+}
+
+// syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
+// then removes the Ingress it replaces once the Gateway accepted the route.
+func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+	desired, ignored, err := c.builder.DesiredRoute(svc)
+	var invalid *InvalidError
+	if errors.As(err, &invalid) {
+		r.warn(invalid.Reason, "", invalid.Message+"; nothing is changed until the annotations are fixed")
+		klog.FromContext(ctx).V(2).Info("Invalid ingress annotations for an HTTPRoute", "reason", invalid.Reason, "message", invalid.Message)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if len(ignored) > 0 {
+		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
+			"%s %s only for an Ingress and %s ignored for HTTPRoute %s: the Gateway's listener decides the class and terminates TLS",
+			strings.Join(ignored, " and "), plural(len(ignored), "is", "are"), plural(len(ignored), "is", "are"), desired.Name))
+	}
+	if route != nil && !isControlledBy(route, svc) {
+		r.warn(ReasonHTTPRouteExists, "", fmt.Sprintf(
+			"HTTPRoute %s/%s exists and is not controlled by this Service (%s); it is left untouched. Delete or rename it, or set %s to \"\" to keep an Ingress",
+			route.Namespace, route.Name, controllerOf(route), AnnotationGateway))
+		return nil
+	}
+	if route == nil {
+		// The Ingress, if any, goes on a later sync, once the Gateway
+		// accepted the route (its status update brings the Service back).
+		return c.route.create(ctx, svc, desired)
+	}
+	needs, err := c.route.needsUpdate(route, desired)
+	if err != nil {
+		klog.FromContext(ctx).Info("Cannot tell which fields of the HTTPRoute are ours; re-applying", "err", err)
+	}
+	if needs {
+		if err := c.route.update(ctx, svc, desired, route); err != nil {
+			return err
+		}
+	}
+
+	parent := desired.Spec.ParentRefs[0]
+	gw := gatewayName(parent, route.Namespace)
+	accepted := false
+	for _, st := range parentStatuses(route, parent) {
+		for _, cond := range st.Conditions {
+			switch {
+			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionTrue:
+				accepted = true
+			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionFalse:
+				r.warn(ReasonHTTPRouteNotAccepted, conditionID(route, cond), fmt.Sprintf(
+					"Gateway %s (%s) does not accept HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
+			case cond.Type == string(gatewayv1.RouteConditionResolvedRefs) && cond.Status == metav1.ConditionFalse:
+				r.warn(ReasonHTTPRouteRefsNotResolved, conditionID(route, cond), fmt.Sprintf(
+					"Gateway %s (%s) cannot resolve the references of HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
+			}
+		}
+	}
+	if ing == nil || !IsControlledBy(ing, svc) {
+		return nil
+	}
+	if !accepted {
+		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf(
+			"Keeping Ingress %s until Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", ing.Name, gw, route.Name))
+		return nil
+	}
+	return c.ingress.delete(ctx, svc, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it", gw, route.Name))
+}
+
+// parentStatuses returns the entries of route's status for parent (one per
+// Gateway controller that reports on it).
+func parentStatuses(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference) []gatewayv1.RouteParentStatus {
+	var out []gatewayv1.RouteParentStatus
+	want := parentKey(parent, route.Namespace)
+	for _, st := range route.Status.Parents {
+		if parentKey(st.ParentRef, route.Namespace) == want {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// parentKey spells out a parentRef with its defaults, for comparison.
+func parentKey(p gatewayv1.ParentReference, routeNamespace string) string {
+	group, kind, ns, section, port := gatewayv1.GroupName, "Gateway", routeNamespace, "", ""
+	if p.Group != nil {
+		group = string(*p.Group)
+	}
+	if p.Kind != nil {
+		kind = string(*p.Kind)
+	}
+	if p.Namespace != nil && *p.Namespace != "" {
+		ns = string(*p.Namespace)
+	}
+	if p.SectionName != nil {
+		section = string(*p.SectionName)
+	}
+	if p.Port != nil {
+		port = fmt.Sprint(*p.Port)
+	}
+	return strings.Join([]string{group, kind, ns, string(p.Name), section, port}, "/")
+}
+
+func gatewayName(p gatewayv1.ParentReference, routeNamespace string) string {
+	ns := routeNamespace
+	if p.Namespace != nil && *p.Namespace != "" {
+		ns = string(*p.Namespace)
+	}
+	return ns + "/" + string(p.Name)
+}
+
+// conditionID identifies a condition of a route, for once-per-change Events.
+func conditionID(route *gatewayv1.HTTPRoute, cond metav1.Condition) string {
+	return fmt.Sprintf("%s/%d/%s/%s/%s", route.UID, cond.ObservedGeneration, cond.Status, cond.Reason, cond.Message)
+}
+
+// isStale reports whether obj is controlled by a Service named name that is
+// not svc (svc nil: no such Service).
+func isStale(obj metav1.Object, name string, svc *corev1.Service) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || !isServiceRef(ref) || ref.Name != name {
+		return false
+	}
+	return svc == nil || ref.UID != svc.UID
+}
+
+// controllerOf describes obj's controller for a message.
+func controllerOf(obj metav1.Object) string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return fmt.Sprintf("controller %s %s", ref.Kind, ref.Name)
+	}
+	return "no controller"
+}
+
+// report collects the Events one sync has to say about a Service.
+type report struct {
+	events []event
+}
+
+type event struct {
+	eventType, reason, message string
+	// id tells when the same reason says something new: the Service's
+	// version is part of it, plus what the caller passes.
+	id string
+}
+
+func (r *report) warn(reason, id, message string) {
+	r.events = append(r.events, event{corev1.EventTypeWarning, reason, message, id})
+}
+
+func (r *report) normal(reason, id, message string) {
+	r.events = append(r.events, event{corev1.EventTypeNormal, reason, message, id})
+}
+
+// notes sends each Event of a Service once per change: a resync looks at
+// the Service again but does not repeat what it said.
+type notes struct {
+	recorder record.EventRecorder
+	mu       sync.Mutex
+	sent     map[cache.ObjectName]map[string]string // reason -> id of what was said
+}
+
+// publish records the events of r not sent already, and forgets those the
+// last sync of svc no longer reports (so they are said again if they come
+// back).
+func (n *notes) publish(svc *corev1.Service, r *report) {
+	key := cache.MetaObjectToName(svc)
+	now := make(map[string]string, len(r.events))
+	var send []event
+	n.mu.Lock()
+	before := n.sent[key]
+	for _, e := range r.events {
+		id := string(svc.UID) + "/" + e.id + "/" + e.message
+		if e.id == "" {
+			id = string(svc.UID) + "/" + svc.ResourceVersion + "/" + e.message
+		}
+		now[e.reason] = id
+		if before[e.reason] != id {
+			send = append(send, e)
+		}
+	}
+	if len(now) == 0 {
+		delete(n.sent, key)
+	} else {
+		n.sent[key] = now
+	}
+	n.mu.Unlock()
+	for _, e := range send {
+		n.recorder.Event(svc, e.eventType, e.reason, e.message)
+	}
+}
+
+func (n *notes) forget(key cache.ObjectName) {
+	n.mu.Lock()
+	delete(n.sent, key)
+	n.mu.Unlock()
+}

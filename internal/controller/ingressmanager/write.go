@@ -1,0 +1,236 @@
+package ingressmanager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// object is an Ingress or an HTTPRoute: what a Service's annotations make.
+type object interface {
+	metav1.Object
+	runtime.Object
+	comparable
+}
+
+// typedClient is the part of a generated typed client the write path uses.
+type typedClient[T object] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// writer is the write path of one kind a Service controls. It is the one
+// place that says how an object is written:
+//
+//   - create: a plain create, the cheapest write the API server has (a
+//     server-side apply that creates costs it clearly more CPU, see `make
+//     bench`). It never merges into an object someone else made meanwhile:
+//     AlreadyExists means the cache is behind, and that object's own event
+//     brings the Service back. The fields are then owned by our field
+//     manager through an Update entry of metadata.managedFields.
+//   - update: the first time the object has to change, one JSON patch (with
+//     the ResourceVersion as precondition) moves our Update entry into our
+//     Apply entry, as kubectl does when it upgrades client-side-applied
+//     objects (client-go csaupgrade); then a forced server-side apply takes
+//     back fields someone else changed and removes fields we own that the
+//     desired state no longer has, leaving every other field alone. The
+//     live UID is a precondition, so a replacement is never touched.
+//   - needsUpdate compares the desired apply configuration with the fields
+//     our entry owns, so a converged object costs no write.
+//   - delete has the UID as precondition.
+type writer[T object] struct {
+	// kind is "Ingress" or "HTTPRoute": for errors, logs and Event reasons
+	// (<kind>Created, <kind>Updated, <kind>Deleted).
+	kind         string
+	client       func(namespace string) typedClient[T]
+	fieldManager string
+	recorder     record.EventRecorder
+	// applyConfiguration returns the apply configuration of desired, exactly
+	// the fields we manage, as extract returns them after an apply.
+	applyConfiguration func(desired T) (any, error)
+	// withUID returns ac with metadata.uid set (an apply precondition).
+	withUID func(ac any, uid types.UID) any
+	// extract returns the fields of a shallow copy of live whose
+	// managedFields hold only entry, as an Apply entry (the only operation
+	// the generated Extract functions read).
+	extract func(live T, entry metav1.ManagedFieldsEntry) (any, error)
+	// controlledBy reports whether svc controls obj.
+	controlledBy func(obj T, svc *corev1.Service) bool
+}
+
+// needsUpdate reports whether live differs from desired in a field we
+// manage. It is true when live has no entry of our field manager, and when
+// it has both an Update and an Apply entry (fields only the Update entry
+// owns can neither be compared nor removed by an apply: update merges the
+// two entries first, once). On error it returns true with the error, so a
+// caller that only logs still converges.
+func (w *writer[T]) needsUpdate(live, desired T) (bool, error) {
+	var zero T
+	if desired == zero {
+		return false, fmt.Errorf("desired %s is nil", w.kind)
+	}
+	if live == zero {
+		return true, nil
+	}
+	entry, hasApply := ownEntry(live, w.fieldManager, metav1.ManagedFieldsOperationApply)
+	updated, hasUpdate := ownEntry(live, w.fieldManager, metav1.ManagedFieldsOperationUpdate)
+	if hasApply == hasUpdate {
+		return true, nil
+	}
+	if hasUpdate {
+		entry = updated
+	}
+	owned, err := w.safeExtract(live, entry)
+	if err != nil {
+		return true, fmt.Errorf("extract fields of %s %s/%s owned by %q: %w", w.kind, live.GetNamespace(), live.GetName(), w.fieldManager, err)
+	}
+	want, err := w.applyConfiguration(desired)
+	if err != nil {
+		return true, err
+	}
+	return !equality.Semantic.DeepEqual(owned, want), nil
+}
+
+// safeExtract turns a panic of a generated Extract function on a malformed
+// FieldsV1 (the API server never returns one, but a hand-made object may)
+// into an error.
+func (w *writer[T]) safeExtract(live T, entry metav1.ManagedFieldsEntry) (ac any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ac, err = nil, fmt.Errorf("malformed managedFields: %v", r)
+		}
+	}()
+	entry.Operation = metav1.ManagedFieldsOperationApply
+	return w.extract(live, entry)
+}
+
+// logKey is the key of the object in log lines: "ingress", "httproute".
+func (w *writer[T]) logKey() string { return strings.ToLower(w.kind) }
+
+// ownEntry returns obj's managedFields entry of operation op on the main
+// resource for fieldManager. Entries are kept one per API version, the
+// most recent first.
+func ownEntry(obj metav1.Object, fieldManager string, op metav1.ManagedFieldsOperationType) (metav1.ManagedFieldsEntry, bool) {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == fieldManager && e.Operation == op && e.Subresource == "" {
+			return e, true
+		}
+	}
+	return metav1.ManagedFieldsEntry{}, false
+}
+
+func (w *writer[T]) create(ctx context.Context, svc *corev1.Service, desired T) error {
+	_, err := w.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{FieldManager: w.fieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		klog.FromContext(ctx).V(2).Info(w.kind+" exists already; waiting for it to reach the cache", w.logKey(), klog.KObj(desired))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
+	}
+	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
+	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.kind+"Created", "Created %s %s", w.kind, desired.GetName())
+	return nil
+}
+
+func (w *writer[T]) update(ctx context.Context, svc *corev1.Service, desired, live T) error {
+	if _, ok := ownEntry(live, w.fieldManager, metav1.ManagedFieldsOperationUpdate); ok {
+		done, err := w.upgradeOwnership(ctx, svc, live)
+		if err != nil || !done {
+			return err
+		}
+	}
+	ac, err := w.applyConfiguration(desired)
+	if err == nil {
+		err = w.apply(ctx, desired.GetNamespace(), desired.GetName(), w.withUID(ac, live.GetUID()))
+	}
+	if err != nil {
+		return fmt.Errorf("updating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
+	}
+	klog.FromContext(ctx).Info("Updated "+w.kind, w.logKey(), klog.KObj(desired))
+	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.kind+"Updated", "Updated %s %s", w.kind, desired.GetName())
+	return nil
+}
+
+// apply sends ac by server-side apply, as the typed clients' Apply does,
+// but without server-side field validation: ac is built from typed Go
+// structs, so it cannot carry unknown or duplicate fields, and validating
+// it costs the API server a second parse of every apply.
+func (w *writer[T]) apply(ctx context.Context, namespace, name string, ac any) error {
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return fmt.Errorf("encoding the apply configuration: %w", err)
+	}
+	opts := metav1.PatchOptions{FieldManager: w.fieldManager, Force: ptr.To(true), FieldValidation: metav1.FieldValidationIgnore}
+	_, err = w.client(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	return err
+}
+
+// upgradeOwnership merges our Update entry of cached's managedFields into
+// our Apply entry. The patch replaces the whole list, so it is computed from
+// the object as the API server has it (the cache keeps our entries only),
+// and carries that object's ResourceVersion: a concurrent write makes it
+// fail with a conflict, and the sync is retried. It returns false (and
+// writes nothing) when the fresh object is gone or no longer controlled by
+// svc: its informer event brings the key back.
+func (w *writer[T]) upgradeOwnership(ctx context.Context, svc *corev1.Service, cached T) (bool, error) {
+	client := w.client(cached.GetNamespace())
+	live, err := client.Get(ctx, cached.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	what := fmt.Sprintf("%s %s/%s", w.kind, cached.GetNamespace(), cached.GetName())
+	if err != nil {
+		return false, fmt.Errorf("reading %s to move its fields to server-side apply: %w", what, err)
+	}
+	if live.GetUID() != cached.GetUID() || !w.controlledBy(live, svc) {
+		klog.FromContext(ctx).V(2).Info(w.kind+" replaced or no longer controlled by the Service since the cache was read; waiting for the cache", w.logKey(), klog.KObj(live))
+		return false, nil
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(w.fieldManager), w.fieldManager)
+	if err != nil {
+		return false, fmt.Errorf("moving the fields of %s to server-side apply: %w", what, err)
+	}
+	if patch == nil {
+		return true, nil // done already (the cache is behind)
+	}
+	if _, err := client.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: w.fieldManager}); err != nil {
+		return false, fmt.Errorf("moving the fields of %s to server-side apply: %w", what, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Moved the fields of the "+w.kind+" from our Update entry to our Apply entry", w.logKey(), klog.KObj(live))
+	return true, nil
+}
+
+// delete deletes obj with its UID as a precondition, so that a replacement
+// created meanwhile is never deleted. svc, when not nil, gets an Event.
+func (w *writer[T]) delete(ctx context.Context, svc *corev1.Service, obj T, why string) error {
+	err := w.client(obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: ptr.To(obj.GetUID())},
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	klog.FromContext(ctx).Info("Deleted "+w.kind, w.logKey(), klog.KObj(obj), "reason", why)
+	if svc != nil {
+		w.recorder.Eventf(svc, corev1.EventTypeNormal, w.kind+"Deleted", "Deleted %s %s: %s", w.kind, obj.GetName(), why)
+	}
+	return nil
+}
