@@ -39,6 +39,7 @@ type Options struct {
 	IngressClass            string
 	IngressGateway          string
 	GatewayAPICheckInterval time.Duration
+	IngressMoveSettle       time.Duration
 
 	// network.
 	NetworkBackendName string
@@ -93,6 +94,7 @@ func NewOptions() *Options {
 		FieldManager:            "controller-manager",
 		IngressHostTemplate:     ingressmanager.DefaultHostTemplate,
 		GatewayAPICheckInterval: ingressmanager.DefaultGatewayAPICheckInterval,
+		IngressMoveSettle:       ingressmanager.DefaultMoveSettle,
 		NetworkBackendName:      "memory",
 		NetworkGCInterval:       10 * time.Minute,
 		NeutronManagedBy:        "controller-manager",
@@ -149,6 +151,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"spec.ingressClassName of Ingresses whose Service has no ingress/class annotation. Empty means none (the cluster's default IngressClass).")
 	fs.StringVar(&o.IngressGateway, "ingress-gateway", o.IngressGateway,
 		"<namespace>/<name> of the Gateway that annotated Services without their own ingress/gateway annotation attach to: they get a Gateway API HTTPRoute instead of an Ingress, and their Ingress is deleted once the Gateway accepted the route. A Service with ingress/gateway: \"\" stays on Ingress. Empty means none (every Service without ingress/gateway gets an Ingress).")
+	fs.DurationVar(&o.IngressMoveSettle, "ingress-move-settle", o.IngressMoveSettle,
+		"When a Service moves between Ingress and HTTPRoute, how long the old object is kept after the new one is ready (HTTPRoute Accepted by its Gateway, or Ingress with an address), so that the data plane serves the new one before the old one goes. 0 deletes it at once.")
 	fs.DurationVar(&o.GatewayAPICheckInterval, "gateway-api-check-interval", o.GatewayAPICheckInterval,
 		"While the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes), how often ingress-manager asks again; once it does, HTTPRoutes are watched without a restart.")
 
@@ -241,6 +245,9 @@ func (o *Options) Validate() error {
 	if _, err := ingressmanager.NewBuilder(o.ingressConfig()); err != nil {
 		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class / --ingress-gateway: %w", err))
 	}
+	if o.IngressMoveSettle < 0 {
+		errs = append(errs, fmt.Errorf("--ingress-move-settle: must not be negative, got %v", o.IngressMoveSettle))
+	}
 	if o.GatewayAPICheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--gateway-api-check-interval: must be positive, got %v", o.GatewayAPICheckInterval))
 	}
@@ -320,5 +327,6 @@ func (o *Options) ingressConfig() ingressmanager.Config {
 		IngressClass:            o.IngressClass,
 		Gateway:                 o.IngressGateway,
 		GatewayAPICheckInterval: o.GatewayAPICheckInterval,
+		MoveSettle:              o.IngressMoveSettle,
 	}
 }

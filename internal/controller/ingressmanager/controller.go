@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -68,6 +69,7 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	loop      controller.Loop[cache.ObjectName]
 	notes     notes
+	settling  settling
 }
 
 // New builds the controller on the shared Service and Ingress informers;
@@ -90,6 +92,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		ingress:   ingressWriter(cctx.KubeClient, builder.FieldManager(), recorder),
 		route:     routeWriter(cctx.GatewayClient, builder.FieldManager(), recorder),
 		notes:     notes{recorder: recorder, sent: map[cache.ObjectName]map[string]string{}},
+		settling:  settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
 	}
 	c.loop = controller.Loop[cache.ObjectName]{
 		Name:         Name,
@@ -258,4 +261,3 @@ func (c *Controller) requeueRouteServices() {
 func isServiceRef(ref *metav1.OwnerReference) bool {
 	return ref.Kind == "Service" && ref.APIVersion == corev1.SchemeGroupVersion.String()
 }
-

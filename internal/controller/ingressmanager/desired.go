@@ -161,6 +161,11 @@ type Config struct {
 	// cluster serves the Gateway API, while it does not. 0 means
 	// DefaultGatewayAPICheckInterval.
 	GatewayAPICheckInterval time.Duration
+	// MoveSettle is how long, when a Service moves between Ingress and
+	// HTTPRoute, the old object is kept after the new one is ready (route
+	// Accepted, Ingress with an address), for the data plane to serve the
+	// new one. 0 deletes it at once.
+	MoveSettle time.Duration
 }
 
 // Builder computes desired Ingresses. It is immutable and safe for

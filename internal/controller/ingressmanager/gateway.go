@@ -19,6 +19,10 @@ import (
 // whether the Gateway API is served, while it is not.
 const DefaultGatewayAPICheckInterval = 30 * time.Second
 
+// DefaultMoveSettle is Config.MoveSettle's default: well above what data
+// planes take to serve an object their control plane has accepted.
+const DefaultMoveSettle = 5 * time.Second
+
 // gatewayAPI watches HTTPRoutes once the cluster serves them. A cluster may
 // install the Gateway API CRDs after the manager started: until discovery
 // lists gateway.networking.k8s.io/v1 httproutes, there is no informer (a

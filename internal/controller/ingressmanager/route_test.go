@@ -5,10 +5,12 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/dump"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -84,9 +86,11 @@ func TestDesiredRoute(t *testing.T) {
 			ann:  map[string]string{AnnotationGateway: "gw", AnnotationHost: ""},
 			want: func(r *gatewayv1.HTTPRoute) { r.Spec.Hostnames = nil }},
 		{name: "the host template renders the hostname",
-			cfg:  Config{HostTemplate: "{{.Name}}.{{.Namespace}}.apps.example.com"},
-			ann:  map[string]string{AnnotationGateway: "gw"},
-			want: func(r *gatewayv1.HTTPRoute) { r.Spec.Hostnames = []gatewayv1.Hostname{"my-nginx.default.apps.example.com"} }},
+			cfg: Config{HostTemplate: "{{.Name}}.{{.Namespace}}.apps.example.com"},
+			ann: map[string]string{AnnotationGateway: "gw"},
+			want: func(r *gatewayv1.HTTPRoute) {
+				r.Spec.Hostnames = []gatewayv1.Hostname{"my-nginx.default.apps.example.com"}
+			}},
 		{name: "Exact stays Exact, with the path",
 			ann: map[string]string{AnnotationGateway: "gw", AnnotationPathType: "Exact", AnnotationPath: "/api"},
 			want: func(r *gatewayv1.HTTPRoute) {
@@ -195,5 +199,37 @@ func TestParentStatusesMatchDefaults(t *testing.T) {
 	got := parentStatuses(route, route.Spec.ParentRefs[0])
 	if len(got) != 1 || got[0].ControllerName != "a" {
 		t.Errorf("parentStatuses = %v, want the entry of controller a only", got)
+	}
+}
+
+func TestSettlingKeepsTheOldObjectForTheSettleTime(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := settling{settle: 5 * time.Second, now: func() time.Time { return now }, since: map[cache.ObjectName]readySince{}}
+	svc := service(nil)
+	if got := s.remaining(svc, "new"); got != 5*time.Second {
+		t.Fatalf("first seen ready: remaining %v, want the whole settle time", got)
+	}
+	now = now.Add(2 * time.Second)
+	if got := s.remaining(svc, "new"); got != 3*time.Second {
+		t.Errorf("2s later: remaining %v, want 3s", got)
+	}
+	if got := s.remaining(svc, "replacement"); got != 5*time.Second {
+		t.Errorf("another new object: remaining %v, want the whole settle time again", got)
+	}
+	s.reset(svc)
+	now = now.Add(10 * time.Second)
+	if got := s.remaining(svc, "replacement"); got != 5*time.Second {
+		t.Errorf("ready again after a reset: remaining %v, want the whole settle time", got)
+	}
+	now = now.Add(5 * time.Second)
+	if got := s.remaining(svc, "replacement"); got != 0 {
+		t.Errorf("after the settle time: remaining %v, want 0", got)
+	}
+	if len(s.since) != 0 {
+		t.Errorf("settled entries are kept: %v", s.since)
+	}
+	off := settling{}
+	if got := off.remaining(svc, "x"); got != 0 {
+		t.Errorf("settle 0: remaining %v, want 0", got)
 	}
 }

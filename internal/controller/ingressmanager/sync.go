@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
 )
 
 // sync converges the Ingress or HTTPRoute of one Service key.
@@ -63,6 +67,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err := errors.Join(errs...); err != nil || svc == nil {
 		if svc == nil {
 			c.notes.forget(key)
+			c.settling.forget(key)
 		}
 		return err
 	}
@@ -133,9 +138,13 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 		return nil
 	}
 	if !ingressReady(ing) {
+		c.settling.reset(svc)
 		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf(
 			"Keeping HTTPRoute %s until Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", route.Name, ing.Name))
 		return nil
+	}
+	if wait := c.settling.remaining(svc, ing.UID); wait > 0 {
+		return &controller.RequeueAfter{Delay: wait}
 	}
 	return c.route.delete(ctx, svc, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name))
 }
@@ -207,9 +216,13 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 		return nil
 	}
 	if !accepted {
+		c.settling.reset(svc)
 		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf(
 			"Keeping Ingress %s until Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", ing.Name, gw, route.Name))
 		return nil
+	}
+	if wait := c.settling.remaining(svc, route.UID); wait > 0 {
+		return &controller.RequeueAfter{Delay: wait}
 	}
 	return c.ingress.delete(ctx, svc, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it", gw, route.Name))
 }
@@ -277,6 +290,55 @@ func controllerOf(obj metav1.Object) string {
 		return fmt.Sprintf("controller %s %s", ref.Kind, ref.Name)
 	}
 	return "no controller"
+}
+
+// settling holds, per Service moving between Ingress and HTTPRoute, when
+// the new object was first seen ready. The old one is deleted only a
+// settle time later: a Gateway implementation marks a route Accepted (and
+// an Ingress controller publishes an address) when its control plane took
+// the object, and its data plane serves it a moment later. Kept in memory:
+// after a restart the settle time starts again, which only delays.
+type settling struct {
+	settle time.Duration
+	now    func() time.Time
+	mu     sync.Mutex
+	since  map[cache.ObjectName]readySince
+}
+
+type readySince struct {
+	uid types.UID
+	at  time.Time
+}
+
+// remaining returns how much longer the old object of svc is kept, now that
+// the new object uid is ready.
+func (s *settling) remaining(svc *corev1.Service, uid types.UID) time.Duration {
+	if s.settle <= 0 {
+		return 0
+	}
+	key := cache.MetaObjectToName(svc)
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.since[key]
+	if !ok || r.uid != uid {
+		r = readySince{uid: uid, at: now}
+		s.since[key] = r
+	}
+	if left := s.settle - now.Sub(r.at); left > 0 {
+		return left
+	}
+	delete(s.since, key)
+	return 0
+}
+
+// reset forgets svc's ready time: the new object is not ready (any more).
+func (s *settling) reset(svc *corev1.Service) { s.forget(cache.MetaObjectToName(svc)) }
+
+func (s *settling) forget(key cache.ObjectName) {
+	s.mu.Lock()
+	delete(s.since, key)
+	s.mu.Unlock()
 }
 
 // report collects the Events one sync has to say about a Service.

@@ -43,7 +43,8 @@ func RepoRoot() (string, error) {
 }
 
 // Environment returns an envtest environment using the project's binaries
-// (KUBEBUILDER_ASSETS, else <root>/bin) and CRDs (<root>/config/crd).
+// (KUBEBUILDER_ASSETS, else <root>/bin) and CRDs (<root>/config/crd), and
+// the standard-channel Gateway API CRDs of the pinned module.
 func Environment() (*envtest.Environment, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -68,6 +69,12 @@ func Environment() (*envtest.Environment, error) {
 		env.CRDDirectoryPaths = []string{crds}
 		env.ErrorIfCRDPathMissing = true
 	}
+	// The Gateway API, as clusters moving off Ingress serve it.
+	gateway, err := GatewayAPICRDs()
+	if err != nil {
+		return nil, err
+	}
+	env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, gateway)
 	return env, nil
 }
 

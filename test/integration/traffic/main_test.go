@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 			if !dataplane.Available() {
 				return nil, nil // every test skips (or fails under CI) in Require
 			}
-			tr, err := dataplane.StartTraefik(c, dataplane.TraefikOptions{})
+			tr, err := dataplane.StartTraefik(c, dataplane.TraefikOptions{Gateway: true})
 			if err != nil {
 				return nil, err
 			}

@@ -42,6 +42,9 @@ type TraefikOptions struct {
 	LogLevel string
 	// Namespaces limits what Traefik watches; empty: every namespace.
 	Namespaces []string
+	// Gateway enables Traefik's kubernetesGateway provider (the Gateway API
+	// CRDs must be served) and its own entrypoint, GatewayAddr.
+	Gateway bool
 }
 
 // DefaultThrottle is the providersThrottleDuration of tests.
@@ -55,6 +58,10 @@ const (
 	IngressController = "traefik.io/ingress-controller"
 )
 
+// GatewayController is the controllerName of a GatewayClass whose
+// Gateways Traefik serves (with TraefikOptions.Gateway).
+const GatewayController = "traefik.io/gateway-controller"
+
 // Traefik is a running Traefik process whose kubernetesIngress provider
 // watches the API server of the config it was started with.
 type Traefik struct {
@@ -62,6 +69,11 @@ type Traefik struct {
 	// terminating TLS with the certificates of the Ingresses' Secrets,
 	// APIAddr the ping and API entrypoint; all on 127.0.0.1.
 	HTTPAddr, HTTPSAddr, APIAddr string
+	// GatewayAddr is the entrypoint of Gateway listeners (with
+	// TraefikOptions.Gateway): a listener is served on the entrypoint of
+	// its port, so a Gateway's HTTP listener has GatewayPort as its port.
+	// Ingresses are not served there, nor HTTPRoutes on the others.
+	GatewayAddr string
 	// Throttle is the providersThrottleDuration it runs with.
 	Throttle time.Duration
 
@@ -109,7 +121,7 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		tr.cleanup()
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		tr.cleanup()
 		return nil, err
@@ -143,6 +155,20 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 	}
 	if len(o.Namespaces) > 0 {
 		args = append(args, "--providers.kubernetesIngress.namespaces="+strings.Join(o.Namespaces, ","))
+	}
+	if o.Gateway {
+		tr.GatewayAddr = ports[3]
+		args = append(args,
+			"--entryPoints.gateway.address="+tr.GatewayAddr,
+			// Routers without entrypoints of their own (every Ingress's)
+			// use the default ones only: not the Gateway's.
+			"--entryPoints.web.asDefault=true",
+			"--entryPoints.websecure.asDefault=true",
+			"--providers.kubernetesGateway=true",
+		)
+		if len(o.Namespaces) > 0 {
+			args = append(args, "--providers.kubernetesGateway.namespaces="+strings.Join(o.Namespaces, ","))
+		}
 	}
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Dir = tr.dir
@@ -182,6 +208,13 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		return nil, fmt.Errorf("traefik not ready: %w; its log:\n%s", err, logs)
 	}
 	return tr, nil
+}
+
+// GatewayPort is the port of GatewayAddr.
+func (tr *Traefik) GatewayPort() int32 {
+	_, p, _ := net.SplitHostPort(tr.GatewayAddr)
+	n, _ := strconv.Atoi(p)
+	return int32(n)
 }
 
 // traefikEnv is this process's environment with KUBECONFIG set and the
@@ -288,7 +321,16 @@ var httpClient = &http.Client{
 
 // Get sends GET http://host/path through Traefik's HTTP entrypoint.
 func (tr *Traefik) Get(ctx context.Context, host, path string) (Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+tr.HTTPAddr+path, nil)
+	return tr.get(ctx, tr.HTTPAddr, host, path)
+}
+
+// GetGateway is Get through the Gateway entrypoint (GatewayAddr).
+func (tr *Traefik) GetGateway(ctx context.Context, host, path string) (Response, error) {
+	return tr.get(ctx, tr.GatewayAddr, host, path)
+}
+
+func (tr *Traefik) get(ctx context.Context, addr, host, path string) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		return Response{}, err
 	}

@@ -1,0 +1,290 @@
+package ingressmanager
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/kube-sample/controller-manager/internal/app"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// The tests of this file play the Gateway implementation where they need
+// one: they write a route's status.parents as a Gateway controller would.
+// (test/integration/traffic runs the real one, Traefik.)
+const testGatewayController = "example.com/test-gateway-controller"
+
+func (e *env) gateway() gatewayclient.Interface {
+	return gatewayclient.NewForConfigOrDie(framework.Config(cfg))
+}
+
+// waitRoute waits until the HTTPRoute name exists and check accepts it.
+func (e *env) waitRoute(name, what string, check func(*gatewayv1.HTTPRoute) error) *gatewayv1.HTTPRoute {
+	e.t.Helper()
+	var route *gatewayv1.HTTPRoute
+	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
+		var err error
+		route, err = e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if check != nil {
+			if err := check(route); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	return route
+}
+
+func (e *env) waitNoRoute(name, what string) {
+	e.t.Helper()
+	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
+		_, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// setRouteCondition writes the route's status for Gateway gw (in the test
+// namespace) as a Gateway controller would: Accepted and ResolvedRefs.
+func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, reason, message string) {
+	e.t.Helper()
+	framework.Eventually(e.t, timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
+		route, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		now := metav1.Now()
+		route.Status.Parents = []gatewayv1.RouteParentStatus{{
+			ParentRef:      gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw)},
+			ControllerName: testGatewayController,
+			Conditions: []metav1.Condition{
+				{Type: "Accepted", Status: accepted, Reason: reason, Message: message, ObservedGeneration: route.Generation, LastTransitionTime: now},
+				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: route.Generation, LastTransitionTime: now},
+			},
+		}}
+		_, err = e.gateway().GatewayV1().HTTPRoutes(e.ns).UpdateStatus(ctx, route, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+}
+
+// setIngressAddress writes an address into the Ingress's status, as an
+// Ingress controller does once it serves it.
+func (e *env) setIngressAddress(name string) {
+	e.t.Helper()
+	framework.Eventually(e.t, timeout, "writing the status of Ingress "+name, func(ctx context.Context) (bool, error) {
+		ing, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "198.51.100.10"}}
+		_, err = e.client.NetworkingV1().Ingresses(e.ns).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+}
+
+func (e *env) ingressExists(name string) bool {
+	e.t.Helper()
+	_, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestGatewayAPIInstalledLater runs first in this package (file and
+// declaration order), and removes the HTTPRoute CRD in any case: a cluster
+// without the Gateway API.
+func TestGatewayAPIInstalledLater(t *testing.T) {
+	if err := framework.RemoveHTTPRoutes(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, func(o *app.Options) {
+		o.GatewayAPICheckInterval = 200 * time.Millisecond
+		o.IngressMoveSettle = 0
+	})
+	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
+	e.waitIngress("web", "an Ingress while the Gateway API is not served", nil)
+	e.waitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
+
+	if err := framework.InstallGatewayAPI(cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRoute("web", "the HTTPRoute, once the Gateway API is served, without a restart", nil)
+	if !e.ingressExists("web") {
+		t.Fatal("the Ingress went before the Gateway accepted the route")
+	}
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+}
+
+func TestRouteForAnnotatedService(t *testing.T) {
+	e := setup(t)
+	svc := e.createService(seedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx", "ingress/gateway": "infra/gw", "ingress/gateway-listener": "http"}))
+	route := e.waitRoute("my-nginx", "the seed Service's HTTPRoute", nil)
+
+	ref := metav1.GetControllerOf(route)
+	if ref == nil || ref.Kind != "Service" || ref.Name != "my-nginx" || ref.UID != svc.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+		t.Errorf("controller owner reference = %+v, want Service my-nginx %s with blockOwnerDeletion", ref, svc.UID)
+	}
+	spec := route.Spec
+	if len(spec.ParentRefs) != 1 || spec.ParentRefs[0].Name != "gw" || ptr.Deref(spec.ParentRefs[0].Namespace, "") != "infra" ||
+		ptr.Deref(spec.ParentRefs[0].SectionName, "") != "http" || ptr.Deref(spec.ParentRefs[0].Kind, "") != "Gateway" {
+		t.Errorf("parentRefs = %+v, want Gateway infra/gw, section http", spec.ParentRefs)
+	}
+	if len(spec.Hostnames) != 1 || spec.Hostnames[0] != "example.com" {
+		t.Errorf("hostnames = %v, want [example.com]", spec.Hostnames)
+	}
+	if len(spec.Rules) != 1 || len(spec.Rules[0].Matches) != 1 || len(spec.Rules[0].BackendRefs) != 1 {
+		t.Fatalf("rules = %+v, want one match and one backend", spec.Rules)
+	}
+	m, b := spec.Rules[0].Matches[0].Path, spec.Rules[0].BackendRefs[0]
+	if m == nil || ptr.Deref(m.Type, "") != gatewayv1.PathMatchPathPrefix || ptr.Deref(m.Value, "") != "/" ||
+		b.Name != "my-nginx" || ptr.Deref(b.Port, 0) != 80 {
+		t.Errorf("rule = %+v -> %+v, want PathPrefix / -> my-nginx:80", m, b)
+	}
+	e.waitEvent("my-nginx", corev1.EventTypeNormal, "HTTPRouteCreated", "my-nginx")
+	e.waitSynced("my-nginx", 2)
+	if n := e.writes.Writes("httproutes"); n != 1 {
+		t.Errorf("httproute writes = %d, want exactly 1 (%s)", n, e.writes)
+	}
+	if n := e.writes.Writes("ingresses"); n != 0 || e.ingressExists("my-nginx") {
+		t.Errorf("an Ingress was written (%d writes) for a Service that asks for a Gateway", n)
+	}
+
+	// Drift is repaired, and a field of someone else is kept.
+	framework.Eventually(t, timeout, "changing the route", func(ctx context.Context) (bool, error) {
+		r, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, "my-nginx", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		r.Spec.Hostnames = []gatewayv1.Hostname{"drift.example.com"}
+		r.Labels = map[string]string{"team": "web"}
+		_, err = e.gateway().GatewayV1().HTTPRoutes(e.ns).Update(ctx, r, metav1.UpdateOptions{FieldManager: "someone"})
+		return err == nil, err
+	})
+	e.waitRoute("my-nginx", "drift repaired", func(r *gatewayv1.HTTPRoute) error {
+		if len(r.Spec.Hostnames) != 1 || r.Spec.Hostnames[0] != "example.com" {
+			return fmt.Errorf("hostnames %v", r.Spec.Hostnames)
+		}
+		if r.Labels["team"] != "web" {
+			return fmt.Errorf("someone else's label went: %v", r.Labels)
+		}
+		return nil
+	})
+
+	// A restart finds it converged: no write.
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.waitSynced("my-nginx", 1)
+	if got := e.writes.Writes(""); got != 0 {
+		t.Errorf("writes after a restart with converged state = %d, want 0 (%s)", got, e.writes)
+	}
+
+	// Annotation gone: the route goes.
+	e.annotate("my-nginx", map[string]*string{"ingress/http": nil})
+	e.waitNoRoute("my-nginx", "the route deleted with the annotation")
+}
+
+func TestMoveIngressToRouteAndBack(t *testing.T) {
+	const settle = time.Second
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = settle })
+	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.waitIngress("web", "the Ingress", nil)
+
+	// To a route: made before the Ingress is broken.
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.waitRoute("web", "the route", nil)
+	e.waitEvent("web", corev1.EventTypeNormal, "WaitingForHTTPRoute", "until Gateway "+e.ns+"/gw accepts HTTPRoute web")
+	if !e.ingressExists("web") {
+		t.Fatal("the Ingress went before the Gateway accepted the route")
+	}
+	e.setRouteStatus("web", "gw", metav1.ConditionFalse, "NotAllowedByListeners", "no listener allows routes from this namespace")
+	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted", "NotAllowedByListeners: no listener allows routes from this namespace")
+	if !e.ingressExists("web") {
+		t.Fatal("the Ingress went while the Gateway refuses the route")
+	}
+	start := time.Now()
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+	if took := time.Since(start); took < settle {
+		t.Errorf("the Ingress went %v after the route was accepted, before the settle time %v", took, settle)
+	}
+	e.waitEvent("web", corev1.EventTypeNormal, "IngressDeleted", "accepted HTTPRoute web")
+
+	// And back: the route stays until the new Ingress has an address.
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	e.waitIngress("web", "the Ingress again", nil)
+	e.waitEvent("web", corev1.EventTypeNormal, "WaitingForIngress", "until Ingress web has an address")
+	e.waitRoute("web", "the route kept meanwhile", nil)
+	start = time.Now()
+	e.setIngressAddress("web")
+	e.waitNoRoute("web", "the route deleted once the Ingress has an address")
+	if took := time.Since(start); took < settle {
+		t.Errorf("the route went %v after the Ingress got an address, before the settle time %v", took, settle)
+	}
+	if n := e.m.CountLogs("Error syncing"); n != 0 {
+		t.Errorf("%d sync errors during the moves", n)
+	}
+}
+
+func TestDefaultGatewayFlag(t *testing.T) {
+	e := setup(t, func(o *app.Options) { o.IngressGateway = "infra/shared" })
+	e.createService(seedService(e.ns, "moved", map[string]string{"ingress/http": "nginx"}))
+	e.createService(seedService(e.ns, "stays", map[string]string{"ingress/http": "nginx", "ingress/gateway": ""}))
+	e.waitRoute("moved", "a route to the default Gateway", func(r *gatewayv1.HTTPRoute) error {
+		if p := r.Spec.ParentRefs[0]; p.Name != "shared" || ptr.Deref(p.Namespace, "") != "infra" {
+			return fmt.Errorf("parentRef %+v", p)
+		}
+		return nil
+	})
+	e.waitIngress("stays", "an Ingress for the Service that opts out", nil)
+	if _, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(e.ctx, "stays", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Service that opts out got a route: %v", err)
+	}
+}
+
+func TestRouteBadInputAndForeignRoute(t *testing.T) {
+	e := setup(t)
+	e.createService(seedService(e.ns, "odd", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/path-type": "ImplementationSpecific"}))
+	e.waitEvent("odd", corev1.EventTypeWarning, "UnsupportedPathType", "no portable meaning in an HTTPRoute")
+	e.createService(seedService(e.ns, "tls", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/tls-secret": "cert"}))
+	e.waitEvent("tls", corev1.EventTypeWarning, "IgnoredForHTTPRoute", "ingress/tls-secret is only for an Ingress")
+	e.waitRoute("tls", "the route despite the ignored annotation", nil)
+
+	foreign := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web"},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "other"}}},
+		},
+	}
+	foreign, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Create(e.ctx, foreign, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
+	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteExists", "not controlled by this Service")
+	e.waitSynced("web", 1)
+	got, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+	if err != nil || got.ResourceVersion != foreign.ResourceVersion {
+		t.Errorf("the foreign route was modified: %v %+v", err, got)
+	}
+	if n := e.writes.Writes("httproutes"); n != 1 {
+		t.Errorf("httproute writes = %d, want 1 (the tls Service's route only) (%s)", n, e.writes)
+	}
+}
