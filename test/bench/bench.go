@@ -91,7 +91,7 @@ type Config struct {
 	NeutronNetworks int
 	NeutronWorkers  []int
 	OpenStackDir    string
-	// Skip names phases not to run: "steady", "routable", "network", "neutron".
+	// Skip names phases not to run: "steady", "routable", "httproute", "network", "neutron".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
@@ -222,6 +222,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		{"manager at N=0", r.startEmpty},
 		{"limit", r.limit},
 		{"ingress-manager", r.ingressManager},
+		{"httproute", r.httpRoutePhase},
 		{"network", r.network},
 		{"neutron", r.neutronPhase},
 	} {

@@ -121,6 +121,11 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("routable = %+v, want every Service routed, with ordered percentiles", x)
 	}
 
+	if rt := res.HTTPRoute; rt == nil || rt.Creates.Objects != n || !(rt.Creates.PerSecond > 0) || !(rt.Cold.Seconds > 0) || !(rt.Cold.Ratio > 0) ||
+		rt.Cold.Writes["POST"] < n || rt.Cold.IngressWrites != 0 {
+		t.Errorf("httproute = %+v, want a direct create rate and a cold phase with at least %d HTTPRoute creates and no Ingress write", rt, n)
+	}
+
 	mem := res.Memory
 	for name, h := range map[string]Heap{"N=0": mem.Empty, "Services": mem.Services, "full": mem.Full} {
 		if h.PeakRSS <= 0 || h.RSS <= 0 || h.HeapLive <= 0 || h.HeapInuse <= 0 || h.HeapAlloc <= 0 {

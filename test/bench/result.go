@@ -27,6 +27,7 @@ type Result struct {
 	Memory          Memory        `json:"memory"`
 	Network         []NetCase     `json:"network"`
 	Neutron         []NeutronCase `json:"neutron,omitempty"`
+	HTTPRoute       *RouteResult  `json:"httproute,omitempty"`
 	Targets         []Target      `json:"targets"`
 }
 
@@ -118,6 +119,27 @@ type Phase struct {
 	// OtherWrites are every other write in the API server during the
 	// phase (the harness's own, the API server's leases), by verb+resource.
 	OtherWrites map[string]int64 `json:"other_writes,omitempty"`
+}
+
+// RouteResult is the HTTPRoute phase: ingress-manager with --ingress-gateway
+// against the API server's own rate for HTTPRoutes.
+type RouteResult struct {
+	// Creates is the direct client's rate of HTTPRoute creates (L_route).
+	Creates Rate       `json:"direct_creates"`
+	Cold    RoutePhase `json:"cold"`
+}
+
+// RoutePhase is a manager started on N Services that ask for a Gateway.
+type RoutePhase struct {
+	Seconds          float64 `json:"seconds"`
+	CacheSyncSeconds float64 `json:"cache_sync_seconds"`
+	// Ratio is Seconds / (N/L_route).
+	Ratio           float64          `json:"ratio_to_n_over_l_route"`
+	Writes          map[string]int64 `json:"httproute_writes"`
+	WritesPerObject float64          `json:"httproute_writes_per_object"`
+	IngressWrites   int64            `json:"ingress_writes"`
+	EventWrites     int64            `json:"event_writes"`
+	CPUms           float64          `json:"control_plane_cpu_ms_per_object"`
 }
 
 // Window is a write count over a quiet period.
@@ -302,6 +324,19 @@ func (r *Result) computeTargets() {
 			Met:      r.Memory.BytesPerService <= 2048, Note: heapNote(r.N),
 		})
 	}
+	if rt := r.HTTPRoute; rt != nil && rt.Cold.Seconds > 0 {
+		r.Targets = append(r.Targets,
+			Target{
+				Name: "HTTPRoute cold convergence", Target: "<= 1.15 x N/L_route",
+				Measured: fmt.Sprintf("%.2f x N/L_route (%.2fs, N/L_route=%.2fs)", rt.Cold.Ratio, rt.Cold.Seconds, float64(r.N)/rt.Creates.PerSecond),
+				Met:      rt.Cold.Ratio > 0 && rt.Cold.Ratio <= 1.15,
+			},
+			Target{
+				Name: "HTTPRoute writes per converged object", Target: "1.00",
+				Measured: fmt.Sprintf("%.2f %s", rt.Cold.WritesPerObject, verbs(rt.Cold.Writes)),
+				Met:      rt.Cold.WritesPerObject > 0 && rt.Cold.WritesPerObject <= 1.0 && rt.Cold.IngressWrites == 0,
+			})
+	}
 	for _, s := range r.Ingress.Steady {
 		if s.TargetRate == 50 {
 			r.Targets = append(r.Targets, Target{
@@ -478,6 +513,14 @@ func (r *Result) WriteTable(out io.Writer) {
 			row(fmt.Sprint(c.Workers), fmt.Sprint(c.Networks), fmt.Sprintf("%.1f", c.PerSecond), fmt.Sprintf("%.1f", c.DirectPerSecond),
 				fmt.Sprintf("%.2f", c.Ratio), fmt.Sprintf("%.1f", c.RequestsPerNetwork))
 		}
+		flush()
+	}
+
+	if rt := r.HTTPRoute; rt != nil {
+		row("httproute", "seconds", "x N/L_route", "HTTPRoute writes / object", "control plane CPU ms / object")
+		sep(5)
+		row(fmt.Sprintf("direct creates (L_route, concurrency %d)", rt.Creates.Concurrency), fmt.Sprintf("%.2f", rt.Creates.Seconds), "1.00", "1.00", fmt.Sprintf("%.2f", rt.Creates.CPUms))
+		row("cold (--ingress-gateway)", fmt.Sprintf("%.2f", rt.Cold.Seconds), fmt.Sprintf("%.2f", rt.Cold.Ratio), fmt.Sprintf("%.2f (%s)", rt.Cold.WritesPerObject, verbs(rt.Cold.Writes)), fmt.Sprintf("%.2f", rt.Cold.CPUms))
 		flush()
 	}
 

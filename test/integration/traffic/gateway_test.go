@@ -113,7 +113,7 @@ func TestGatewayRoute(t *testing.T) {
 	// A listener the Gateway does not have: Traefik refuses the route, and
 	// the Service says so with Traefik's reason.
 	e.annotate("web", map[string]*string{"ingress/gateway-listener": ptr.To("nope")})
-	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted")
+	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted", dataplane.GatewayController, "NoMatchingParent")
 }
 
 // TestMoveToGatewayWithoutAGap moves a Service from Ingress to HTTPRoute

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -324,8 +325,9 @@ func (e *env) waitSynced(name string, n int) {
 	})
 }
 
-// waitEvent waits for an Event of reason on the Service name.
-func (e *env) waitEvent(name, eventType, reason string) {
+// waitEvent waits for an Event of reason on the Service name whose message
+// contains every one of contains.
+func (e *env) waitEvent(name, eventType, reason string, contains ...string) {
 	e.t.Helper()
 	framework.Eventually(e.t, timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
 		list, err := e.client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
@@ -333,7 +335,8 @@ func (e *env) waitEvent(name, eventType, reason string) {
 			return false, err
 		}
 		for _, ev := range list.Items {
-			if ev.InvolvedObject.Kind == "Service" && ev.InvolvedObject.Name == name && ev.Type == eventType && ev.Reason == reason {
+			if ev.InvolvedObject.Kind == "Service" && ev.InvolvedObject.Name == name && ev.Type == eventType && ev.Reason == reason &&
+				!slices.ContainsFunc(contains, func(c string) bool { return !strings.Contains(ev.Message, c) }) {
 				return true, nil
 			}
 		}
