@@ -91,7 +91,7 @@ type Config struct {
 	NeutronNetworks int
 	NeutronWorkers  []int
 	OpenStackDir    string
-	// Skip names phases not to run: "steady", "routable", "httproute", "network", "neutron".
+	// Skip names phases not to run: "ingress-manager", "steady", "routable", "httproute", "network", "neutron".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer

@@ -8,6 +8,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -32,7 +36,10 @@ func (r *run) httpRoutePhase(ctx context.Context) error {
 	n := r.cfg.N
 	ctx, cancel := context.WithTimeout(ctx, 4*r.cfg.phaseTimeout())
 	defer cancel()
-	client, err := gatewayclient.NewForConfig(r.admin)
+	// Custom resources have no protobuf encoding.
+	jsonCfg := rest.CopyConfig(r.admin)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	client, err := gatewayclient.NewForConfig(jsonCfg)
 	if err != nil {
 		return err
 	}
@@ -46,7 +53,6 @@ func (r *run) httpRoutePhase(ctx context.Context) error {
 		return err
 	}
 	res := &RouteResult{}
-	r.res.HTTPRoute = res
 
 	// The direct client, at the concurrency of L.
 	conc := 64
@@ -55,7 +61,9 @@ func (r *run) httpRoutePhase(ctx context.Context) error {
 	}
 	routes := client.GatewayV1().HTTPRoutes(routeLimitNamespace)
 	res.Creates, err = r.measure(ctx, n, conc, func(ctx context.Context, i int) error {
-		route, _, err := b.DesiredRoute(benchService(routeLimitNamespace, fmt.Sprintf("lim-%06d", i), true))
+		svc := benchService(routeLimitNamespace, fmt.Sprintf("lim-%06d", i), true)
+		svc.UID = types.UID(uuid.NewUUID()) // a made-up owner, as for the Ingresses of L
+		route, _, err := b.DesiredRoute(svc)
 		if err != nil {
 			return err
 		}
@@ -65,6 +73,7 @@ func (r *run) httpRoutePhase(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating httproutes: %w", err)
 	}
+	r.res.HTTPRoute = res
 	r.cfg.logf("HTTPRoute creates by a direct client: %.0f/s (concurrency %d, control plane CPU %.2f ms/create)", res.Creates.PerSecond, conc, res.Creates.CPUms)
 	if err := routes.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return fmt.Errorf("deleting the direct client's httproutes: %w", err)

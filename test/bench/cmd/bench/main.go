@@ -60,7 +60,7 @@ func run() int {
 	conc := flag.String("concurrency", "1,4,16,64", "Client concurrencies of the limit phase.")
 	flag.IntVar(&cfg.NeutronNetworks, "neutron-networks", cfg.NeutronNetworks, "Networks per neutron case (real Neutron of TEST_OPENSTACK_DIR; `make bench` starts one); 0 skips the phase.")
 	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
-	skip := flag.String("skip", "", "Comma-separated phases not to run: steady, routable, httproute, network, neutron (for quick tuning runs).")
+	skip := flag.String("skip", "", "Comma-separated phases not to run: ingress-manager, steady, routable, httproute, network, neutron (for quick tuning runs).")
 	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -95,10 +95,10 @@ func run() int {
 	for _, s := range strings.Split(*skip, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "":
-		case "steady", "routable", "httproute", "network", "neutron":
+		case "ingress-manager", "steady", "routable", "httproute", "network", "neutron":
 			cfg.Skip[s] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (steady, routable, httproute, network, neutron)\n", s)
+			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (ingress-manager, steady, routable, httproute, network, neutron)\n", s)
 			return 2
 		}
 	}
