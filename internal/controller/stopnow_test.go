@@ -27,7 +27,8 @@ func TestLoopStopNowDuringDrain(t *testing.T) {
 	}
 	lease, loseLease := context.WithCancel(context.Background())
 	defer loseLease()
-	stop, done := runLoop(WithStopNow(ctx, lease), l, 1)
+	l.StopNow = lease
+	stop, done := runLoop(ctx, l, 1)
 	l.Queue.Add("ns/slow")
 	<-inFlight
 	go stop(nil) // SIGTERM: drain
@@ -53,7 +54,7 @@ func TestLoopStopNowDuringDrain(t *testing.T) {
 	}
 }
 
-// Losing the lease before any stop also stops the loop at once.
+// Losing the lease before any stop stops the loop at once too.
 func TestLoopStopNowWhileRunning(t *testing.T) {
 	_, ctx := newTestContext(t)
 	inFlight := make(chan struct{})
@@ -68,7 +69,8 @@ func TestLoopStopNowWhileRunning(t *testing.T) {
 		},
 	}
 	lease, loseLease := context.WithCancel(context.Background())
-	_, done := runLoop(WithStopNow(ctx, lease), l, 1)
+	l.StopNow = lease
+	_, done := runLoop(ctx, l, 1)
 	l.Queue.Add("ns/slow")
 	<-inFlight
 	loseLease()

@@ -46,14 +46,13 @@ const annotationPrefix = "ingress/"
 
 // Controller keeps an Ingress for every Service annotated ingress/http.
 type Controller struct {
+	controller.Base
 	client       kubernetes.Interface
 	services     corelisters.ServiceLister
 	ingresses    networkinglisters.IngressLister
 	recorder     record.EventRecorder
 	builder      *Builder
 	fieldManager string
-	synced       []cache.InformerSynced
-	loop         controller.Loop[cache.ObjectName]
 	warnedMu     sync.Mutex
 	warned       map[cache.ObjectName]string // last Warning sent per Service, to send each once
 }
@@ -76,58 +75,23 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		fieldManager: builder.FieldManager(),
 		warned:       map[cache.ObjectName]string{},
 	}
-	c.loop = controller.Loop[cache.ObjectName]{
-		Name:         Name,
-		Queue:        controller.NewQueue[cache.ObjectName](Name),
-		Sync:         c.sync,
-		DrainTimeout: cctx.DrainTimeout,
-	}
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	opts := cache.HandlerOptions{Logger: ptr.To(logger)}
-	svcReg, err := svcInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
+	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
+	if err := c.AddEventHandler(svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.Enqueue,
 		UpdateFunc: c.updateService,
-		DeleteFunc: c.enqueue,
-	}, opts)
-	if err != nil {
-		return nil, fmt.Errorf("adding the Service event handler: %w", err)
+		DeleteFunc: c.Enqueue,
+	}); err != nil {
+		return nil, err
 	}
-	ingReg, err := ingInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+	if err := c.AddEventHandler(ingInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueIngress,
-		UpdateFunc: c.updateIngress,
+		UpdateFunc: c.UnlessResync(c.enqueueIngress), // the Service's own resync re-checks it
 		DeleteFunc: c.enqueueIngress,
-	}, opts)
-	if err != nil {
-		return nil, fmt.Errorf("adding the Ingress event handler: %w", err)
+	}); err != nil {
+		return nil, err
 	}
-	c.synced = []cache.InformerSynced{svcReg.HasSynced, ingReg.HasSynced}
 	return c, nil
 }
-
-// Name implements controller.Interface.
-func (c *Controller) Name() string { return Name }
-
-// HasSynced implements controller.Interface.
-func (c *Controller) HasSynced() bool {
-	for _, s := range c.synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
-}
-
-// Run implements controller.Interface.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting ingress-manager")
-	defer logger.Info("Stopped ingress-manager")
-	c.loop.RunAfterSync(ctx, workers, c.synced...)
-}
-
-// enqueue queues a Service's key; it copes with delete tombstones.
-func (c *Controller) enqueue(obj any) { controller.EnqueueObject(&c.loop, obj) }
 
 // updateService queues a Service when something the sync reads changed:
 // its UID, its ingress/* annotations or its ports. A resync (same
@@ -137,19 +101,19 @@ func (c *Controller) updateService(oldObj, newObj any) {
 	oldSvc, ok1 := oldObj.(*corev1.Service)
 	newSvc, ok2 := newObj.(*corev1.Service)
 	if !ok1 || !ok2 {
-		c.enqueue(newObj)
+		c.Enqueue(newObj)
 		return
 	}
-	if oldSvc.ResourceVersion == newSvc.ResourceVersion {
+	if controller.IsResync(oldSvc, newSvc) {
 		if Enabled(newSvc) {
-			c.enqueue(newObj)
+			c.Enqueue(newObj)
 		}
 		return
 	}
 	if oldSvc.UID != newSvc.UID ||
 		!maps.Equal(ingressAnnotations(oldSvc), ingressAnnotations(newSvc)) ||
 		!equality.Semantic.DeepEqual(oldSvc.Spec.Ports, newSvc.Spec.Ports) {
-		c.enqueue(newObj)
+		c.Enqueue(newObj)
 	}
 }
 
@@ -184,7 +148,7 @@ func (c *Controller) enqueueIngress(obj any) {
 		utilruntime.HandleError(fmt.Errorf("ingress-manager: cannot get the key of an Ingress: %w", err))
 		return
 	}
-	c.loop.Queue.Add(key)
+	c.EnqueueKey(key)
 	if ref := metav1.GetControllerOfNoCopy(ing); ref != nil && isServiceRef(ref) && ref.Name != ing.Name {
 		// An owner reference's name is not validated by the API server.
 		owner := cache.ObjectName{Namespace: ing.Namespace, Name: ref.Name}
@@ -192,17 +156,8 @@ func (c *Controller) enqueueIngress(obj any) {
 			utilruntime.HandleError(fmt.Errorf("ingress-manager: Ingress %s has a controller reference to an impossible Service: %w", key, err))
 			return
 		}
-		c.loop.Queue.Add(owner)
+		c.EnqueueKey(owner)
 	}
-}
-
-func (c *Controller) updateIngress(oldObj, newObj any) {
-	oldIng, ok1 := oldObj.(*networkingv1.Ingress)
-	newIng, ok2 := newObj.(*networkingv1.Ingress)
-	if ok1 && ok2 && oldIng.ResourceVersion == newIng.ResourceVersion {
-		return // resync: the Service's own resync re-checks it
-	}
-	c.enqueueIngress(newObj)
 }
 
 func isServiceRef(ref *metav1.OwnerReference) bool {

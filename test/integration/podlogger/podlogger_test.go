@@ -130,7 +130,7 @@ func TestResyncLogsNothing(t *testing.T) {
 }
 
 // resyncsSeen counts the informer's resync replays the pod-logger received,
-// from the handler's V(4) "resync" trace (see podlogger.New).
+// from the shared handler's V(4) "resync" trace (see controller.Base.UnlessResync).
 func resyncsSeen(m *framework.Manager) int {
-	return m.CountLogs("Ignoring resync of unchanged Pod")
+	return m.CountLogs("Ignoring resync of unchanged object")
 }
