@@ -135,7 +135,7 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		externalversions.WithNamespace(o.Namespace),
 		externalversions.WithTransform(CacheTransform(o.FieldManager)))
 	m.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
-	if o.LeaderElect {
+	if o.LeaderElection.LeaderElect {
 		m.stopNow, m.loseLeaders = context.WithCancelCause(context.Background())
 	}
 
@@ -166,7 +166,7 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		m.controllers = append(m.controllers, c)
 	}
 	m.health = &health{controllers: m.controllers}
-	if o.LeaderElect {
+	if o.LeaderElection.LeaderElect {
 		m.health.leader = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
 
@@ -273,7 +273,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}()
 
-	if !o.LeaderElect {
+	if !o.LeaderElection.LeaderElect {
 		metrics.SetLeader(true)
 		defer metrics.SetLeader(false)
 		m.runControllers(ctx)
@@ -404,8 +404,9 @@ func (m *Manager) identity() (string, error) {
 func (m *Manager) newElector(ctx context.Context, id string, t *leadership, cancelLE context.CancelFunc) (*leaderelection.LeaderElector, error) {
 	logger := klog.FromContext(ctx)
 	o := m.opts
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock,
-		o.LeaderElectNamespace, o.LeaderElectName,
+	le := &o.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock,
+		le.ResourceNamespace, le.ResourceName,
 		m.client.CoreV1(), m.client.CoordinationV1(),
 		resourcelock.ResourceLockConfig{
 			Identity:      id,
@@ -414,20 +415,20 @@ func (m *Manager) newElector(ctx context.Context, id string, t *leadership, canc
 	if err != nil {
 		return nil, fmt.Errorf("creating the leader election lock: %w", err)
 	}
-	var le *leaderelection.LeaderElector
-	le, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	var elector *leaderelection.LeaderElector
+	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   o.LeaseDuration,
-		RenewDeadline:   o.RenewDeadline,
-		RetryPeriod:     o.RetryPeriod,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
-		Name:            o.LeaderElectName,
+		Name:            le.ResourceName,
 		WatchDog:        m.health.leader,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) {
 				close(t.started)
 				defer close(t.done)
-				m.watchLease(leadCtx, le)
+				m.watchLease(leadCtx, elector)
 				runCtx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				defer context.AfterFunc(m.stopNow, cancel)()
@@ -454,7 +455,7 @@ func (m *Manager) newElector(ctx context.Context, id string, t *leadership, canc
 	if err != nil {
 		return nil, fmt.Errorf("configuring leader election: %w", err)
 	}
-	return le, nil
+	return elector, nil
 }
 
 // watchLease ends m.stopNow (cause ErrLeaderElectionLost) when leadCtx
@@ -466,9 +467,9 @@ func (m *Manager) newElector(ctx context.Context, id string, t *leadership, canc
 // can once --leader-elect-lease-duration has passed since the last
 // renewal), and this one must no longer be writing.
 func (m *Manager) watchLease(leadCtx context.Context, le *leaderelection.LeaderElector) {
-	o := m.opts
+	o := &m.opts.LeaderElection
 	go func() {
-		tick := time.NewTicker(min(o.RetryPeriod, 100*time.Millisecond))
+		tick := time.NewTicker(min(o.RetryPeriod.Duration, 100*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
@@ -478,9 +479,9 @@ func (m *Manager) watchLease(leadCtx context.Context, le *leaderelection.LeaderE
 			case <-tick.C:
 				// Check fails once the last renewal is older than
 				// LeaseDuration plus its argument.
-				if !le.IsLeader() || le.Check(o.RenewDeadline-o.LeaseDuration) != nil {
+				if !le.IsLeader() || le.Check(o.RenewDeadline.Duration-o.LeaseDuration.Duration) != nil {
 					klog.FromContext(leadCtx).Info("Lease taken over or not renewed within the renew deadline: stopping the controllers at once",
-						"leader", le.GetLeader(), "renewDeadline", o.RenewDeadline)
+						"leader", le.GetLeader(), "renewDeadline", o.RenewDeadline.Duration)
 					m.loseLeaders(ErrLeaderElectionLost)
 					return
 				}

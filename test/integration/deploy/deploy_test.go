@@ -294,14 +294,14 @@ func TestDeployment(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("the Deployment's flags %q are invalid: %v", args, err)
 	}
-	if !o.LeaderElect {
+	if !o.LeaderElection.LeaderElect {
 		t.Error("leader election is off")
 	}
 	if !o.MetricsSecure {
 		t.Error("--metrics-secure is off: /metrics would be served in plain HTTP to anyone reaching the Pod")
 	}
-	if o.LeaderElectNamespace != dep.Namespace {
-		t.Errorf("the Lease is in %q, want the manager's namespace %q", o.LeaderElectNamespace, dep.Namespace)
+	if o.LeaderElection.ResourceNamespace != dep.Namespace {
+		t.Errorf("the Lease is in %q, want the manager's namespace %q", o.LeaderElection.ResourceNamespace, dep.Namespace)
 	}
 	grace := time.Duration(ptr.Deref(spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second
 	if grace <= o.ShutdownTimeout {

@@ -33,12 +33,12 @@ func leaderOptions(ns, id string) *app.Options {
 	o := framework.Options()
 	o.Controllers = []string{"pod-logger"}
 	o.Namespace = ns
-	o.LeaderElect = true
-	o.LeaderElectNamespace = ns
+	o.LeaderElection.LeaderElect = true
+	o.LeaderElection.ResourceNamespace = ns
 	o.LeaderElectIdentity = id
-	o.LeaseDuration = 3 * time.Second
-	o.RenewDeadline = 2 * time.Second
-	o.RetryPeriod = 200 * time.Millisecond
+	o.LeaderElection.LeaseDuration.Duration = 3 * time.Second
+	o.LeaderElection.RenewDeadline.Duration = 2 * time.Second
+	o.LeaderElection.RetryPeriod.Duration = 200 * time.Millisecond
 	return o
 }
 
