@@ -67,13 +67,12 @@ type Options struct {
 
 // Defaults.
 const (
-	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are far above client-go's 5/10:
-	// at 5 QPS a cold start of 10,000 Services would take over half an hour of
-	// client-side throttling. The API server protects itself with API Priority
-	// and Fairness; the client limit is only a guard against a runaway loop,
-	// so it sits above what one API server can serve (about 2,000 creates/s
-	// on the 2-core machine of `make bench`, where 1000/2000 held a cold start
-	// of 10,000 Services to at least 8 s).
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are far above client-go's
+	// 5/10, which would throttle a cold start over thousands of Services for
+	// many minutes. The API server protects itself with API Priority and
+	// Fairness; the client limit is only a guard against a runaway loop, so
+	// it sits above what one API server can serve (README's bench section
+	// has the measurements).
 	DefaultKubeAPIQPS   = 5000
 	DefaultKubeAPIBurst = 10000
 )

@@ -499,9 +499,9 @@ func (m *Manager) watchLease(leadCtx context.Context, le *leaderelection.LeaderE
 //     controller here writes back;
 //   - Services keep only what ingress-manager, their only reader, uses:
 //     metadata (but labels), annotations and spec.ports. Labels, the rest of
-//     the spec (selector, cluster IPs, ...) and the status go: that is about
-//     40% of a cached Service (see `make bench`). A controller that comes to
-//     read more of a Service must keep it here.
+//     the spec (selector, cluster IPs, ...) and the status go, a large part
+//     of a cached Service. A controller that comes to read more of a
+//     Service must keep it here.
 func CacheTransform(fieldManager string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		acc, ok := obj.(metav1.ObjectMetaAccessor)

@@ -254,15 +254,10 @@ func isStale(ing *networkingv1.Ingress, name string, svc *corev1.Service) bool {
 	return svc == nil || ref.UID != svc.UID
 }
 
-// create creates desired with a plain create, the cheapest write the API
-// server has (a server-side apply that creates costs it 1.4 to 1.9 times the
-// CPU, see `make bench`). A create never merges into an Ingress someone
-// else made meanwhile: AlreadyExists means the cache is behind, and the
-// Ingress's own event brings the Service back to be looked at again.
-//
-// The Ingress's fields are then owned by our field manager through an
-// Update entry of metadata.managedFields; update moves them to our Apply
-// entry the first time the Ingress has to be changed.
+// create creates desired with a plain create (step 1 of the write path, see
+// apply.go). A create never merges into an Ingress someone else made
+// meanwhile: AlreadyExists means the cache is behind, and the Ingress's own
+// event brings the Service back to be looked at again.
 func (c *Controller) create(ctx context.Context, svc *corev1.Service, desired *networkingv1.Ingress) error {
 	_, err := c.client.NetworkingV1().Ingresses(desired.Namespace).Create(ctx, desired, metav1.CreateOptions{FieldManager: c.fieldManager})
 	if apierrors.IsAlreadyExists(err) {
@@ -277,16 +272,9 @@ func (c *Controller) create(ctx context.Context, svc *corev1.Service, desired *n
 	return nil
 }
 
-// update restores desired on live, an Ingress svc controls, with a forced
-// server-side apply: it takes back fields someone else changed, removes
-// fields we own that desired no longer has, and leaves every other field
-// alone. live's UID is a precondition, so a replacement is never touched.
-//
-// An Ingress made by create has its fields owned by our Update entry, which
-// an apply cannot remove; first, one JSON patch (with the ResourceVersion
-// as a precondition) moves that entry into our Apply entry, as kubectl does
-// when it upgrades client-side-applied objects (client-go csaupgrade). This
-// happens once per Ingress.
+// update restores desired on live, an Ingress svc controls (steps 3 and 4
+// of the write path, see apply.go). live's UID is a precondition, so a
+// replacement is never touched.
 func (c *Controller) update(ctx context.Context, svc *corev1.Service, desired, live *networkingv1.Ingress) error {
 	if _, ok := ownEntry(live, c.fieldManager, metav1.ManagedFieldsOperationUpdate); ok {
 		done, err := c.upgradeOwnership(ctx, svc, live)

@@ -60,8 +60,8 @@ func with(s podState, f func(*podState)) podState {
 }
 
 // TestFailingSyncIsRetriedFiveTimesThenDropped drives the pod-logger's own
-// queue configuration with a sync that always fails (the seed: 5 retries,
-// then the key is dropped with an error log naming key and error).
+// queue configuration with a sync that always fails: 5 retries, then the
+// key is dropped with an error log naming key and error.
 func TestFailingSyncIsRetriedFiveTimesThenDropped(t *testing.T) {
 	for _, failures := range []int{2, 5, 100} {
 		t.Run("", func(t *testing.T) {
