@@ -139,22 +139,18 @@ func (g *gate) wait(ctx context.Context) {
 // wrap holds cfg's matching requests at the gate, and records when the
 // API server answered 403 Forbidden.
 func (g *gate) wrap(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if g.matches(req) {
-				g.wait(req.Context())
-			}
-			resp, err := rt.RoundTrip(req)
-			if err == nil && resp.StatusCode == http.StatusForbidden {
-				g.mu.Lock()
-				g.forbidden = append(g.forbidden, time.Now())
-				g.mu.Unlock()
-			}
-			return resp, err
-		})
-	}
-	return c
+	return framework.Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if g.matches(req) {
+			g.wait(req.Context())
+		}
+		resp, err := next.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			g.mu.Lock()
+			g.forbidden = append(g.forbidden, time.Now())
+			g.mu.Unlock()
+		}
+		return resp, err
+	})
 }
 
 // forbiddenAfter returns how many 403 answers came after t.
@@ -168,10 +164,6 @@ func (g *gate) forbiddenAfter(t time.Time) (after, all int) {
 	}
 	return after, len(g.forbidden)
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestControlPlaneRestartMidConvergence: kube-apiserver and etcd stop and
 // start again (same data, certificates and address) while the manager is
@@ -215,9 +207,7 @@ func TestControlPlaneRestartMidConvergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := framework.Options()
-	o.Controllers = []string{"ingress-manager", "network"}
-	o.Namespace = ns
+	o := framework.ControllerOptions(ns, "ingress-manager", "network")
 	o.NetworkBackend = mem
 	m := framework.StartManager(t, ingressGate.wrap(framework.AsServiceAccount(cp.cfg, saNS, saName)), o)
 
