@@ -13,7 +13,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -92,20 +91,9 @@ func (cp *controlPlane) start(t *testing.T) {
 // RBAC to the control plane, as framework.Main does to the package's.
 func (cp *controlPlane) installManagerRBAC(t *testing.T) {
 	t.Helper()
-	objs, err := framework.Manifests()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rbac []*unstructured.Unstructured
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			rbac = append(rbac, o)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := framework.Apply(ctx, cp.cfg, rbac, false); err != nil {
+	if err := framework.InstallManagerRBAC(ctx, cp.cfg); err != nil {
 		t.Fatal(err)
 	}
 }
