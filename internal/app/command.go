@@ -3,9 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -15,6 +12,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/component-base/term"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 )
 
 // NewCommand returns the controller-manager command.
@@ -53,7 +51,7 @@ KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 			if err != nil {
 				return err
 			}
-			ctx := klog.NewContext(SignalContext(), klog.Background())
+			ctx := klog.NewContext(signalContext(), klog.Background())
 			m, err := NewManager(ctx, o, cfg)
 			if err != nil {
 				return err
@@ -79,19 +77,12 @@ KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 	return cmd
 }
 
-// SignalContext returns a context cancelled on the first SIGTERM or SIGINT;
-// a second signal exits at once with code 1.
-func SignalContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		sig := <-ch
-		klog.Background().Info("Received signal: shutting down (send it again to exit at once)", "signal", sig.String())
-		cancel()
-		sig = <-ch
-		klog.Background().Info("Received second signal: exiting at once", "signal", sig.String())
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}()
+// signalContext returns a context cancelled on the first SIGTERM or
+// SIGINT, which drains; a second signal exits at once with code 1.
+func signalContext() context.Context {
+	ctx := signals.SetupSignalHandler()
+	context.AfterFunc(ctx, func() {
+		klog.Background().Info("Received SIGTERM or SIGINT: shutting down (send it again to exit at once)")
+	})
 	return ctx
 }

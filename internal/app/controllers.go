@@ -60,7 +60,7 @@ func Controllers() []Descriptor {
 			Name:           podlogger.Name,
 			DefaultWorkers: 2,
 			New: func(ctx context.Context, cctx *controller.Context, _ *Options) (controller.Interface, error) {
-				return podlogger.New(ctx, cctx), nil
+				return podlogger.New(ctx, cctx)
 			},
 		},
 	}
@@ -98,7 +98,10 @@ func validateControllers(list []string) error {
 
 // controllerEnabled applies kube-controller-manager's --controllers rules:
 // "-name" disables name, "name" enables it, and "*" enables every controller
-// not disabled explicitly. The first entry naming a controller wins.
+// not disabled explicitly. The first entry naming a controller wins. Same
+// as k8s.io/controller-manager/app.IsControllerEnabled, whose package would
+// link the etcd client and the apiserver routes into the binary for these
+// few lines.
 func controllerEnabled(name string, list []string) bool {
 	hasStar := false
 	for _, item := range list {

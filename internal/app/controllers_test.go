@@ -85,14 +85,14 @@ func TestOptionsValidate(t *testing.T) {
 		{"certificate and key", func(o *Options) { o.TLSCertFile, o.TLSPrivateKeyFile = "tls.crt", "tls.key" }, ""},
 		{"plain HTTP metrics", func(o *Options) { o.MetricsSecure = false }, ""},
 		{"renew >= lease", func(o *Options) {
-			o.LeaderElect = true
-			o.RenewDeadline = o.LeaseDuration
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.RenewDeadline = o.LeaderElection.LeaseDuration
 		}, "--leader-elect-lease-duration"},
 		{"retry >= renew", func(o *Options) {
-			o.LeaderElect = true
-			o.RetryPeriod = o.RenewDeadline
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.RetryPeriod = o.LeaderElection.RenewDeadline
 		}, "--leader-elect-renew-deadline"},
-		{"leader elect defaults", func(o *Options) { o.LeaderElect = true }, ""},
+		{"leader elect defaults", func(o *Options) { o.LeaderElection.LeaderElect = true }, ""},
 		{"empty field manager", func(o *Options) { o.FieldManager = "" }, "--field-manager"},
 	}
 	for _, tc := range tests {

@@ -9,9 +9,13 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
@@ -49,15 +53,10 @@ type Options struct {
 	// --network-backend.
 	NetworkBackend network.Backend
 
-	// Leader election.
-	LeaderElect            bool
-	LeaderElectNamespace   string
-	LeaderElectName        string
-	LeaderElectIdentity    string
-	LeaseDuration          time.Duration
-	RenewDeadline          time.Duration
-	RetryPeriod            time.Duration
-	LeaderElectReleaseWait bool
+	// Leader election: component-base's configuration and flags, as every
+	// Kubernetes component has them, and this replica's identity.
+	LeaderElection      componentbaseconfig.LeaderElectionConfiguration
+	LeaderElectIdentity string
 
 	// Servers.
 	MetricsBindAddress     string
@@ -71,13 +70,12 @@ type Options struct {
 
 // Defaults.
 const (
-	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are far above client-go's 5/10:
-	// at 5 QPS a cold start of 10,000 Services would take over half an hour of
-	// client-side throttling. The API server protects itself with API Priority
-	// and Fairness; the client limit is only a guard against a runaway loop,
-	// so it sits above what one API server can serve (about 2,000 creates/s
-	// on the 2-core machine of `make bench`, where 1000/2000 held a cold start
-	// of 10,000 Services to at least 8 s).
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are far above client-go's
+	// 5/10, which would throttle a cold start over thousands of Services for
+	// many minutes. The API server protects itself with API Priority and
+	// Fairness; the client limit is only a guard against a runaway loop, so
+	// it sits above what one API server can serve (README's bench section
+	// has the measurements).
 	DefaultKubeAPIQPS   = 5000
 	DefaultKubeAPIBurst = 10000
 )
@@ -98,15 +96,18 @@ func NewOptions() *Options {
 		NetworkBackendName:      "memory",
 		NetworkGCInterval:       10 * time.Minute,
 		NeutronManagedBy:        "controller-manager",
-		LeaderElectNamespace:    "kube-system",
-		LeaderElectName:         "controller-manager",
-		LeaseDuration:           15 * time.Second,
-		RenewDeadline:           10 * time.Second,
-		RetryPeriod:             2 * time.Second,
-		MetricsBindAddress:      "127.0.0.1:8443",
-		MetricsSecure:           true,
-		HealthProbeBindAddress:  "127.0.0.1:8081",
-		Logs:                    logsapi.NewLoggingConfiguration(),
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      resourcelock.LeasesResourceLock,
+			ResourceName:      "controller-manager",
+			ResourceNamespace: "kube-system",
+		},
+		MetricsBindAddress:     "127.0.0.1:8443",
+		MetricsSecure:          true,
+		HealthProbeBindAddress: "127.0.0.1:8081",
+		Logs:                   logsapi.NewLoggingConfiguration(),
 	}
 	for _, d := range Controllers() {
 		o.Workers[d.Name] = d.DefaultWorkers
@@ -166,20 +167,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Value of the managed-by tag on the Neutron networks this manager creates; lookups and garbage collection only see networks with it. Give each cluster sharing a Neutron project its own value.")
 
 	fs = fss.FlagSet("leader election")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
-		"Elect a leader through a Lease before running controllers, so that several replicas can run with one active. Every replica keeps its caches warm; a replica that loses the lease exits with a non-zero code.")
-	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace,
-		"Namespace of the leader election Lease.")
-	fs.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName,
-		"Name of the leader election Lease.")
+	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	fs.Lookup("leader-elect").Usage += " Every replica keeps its caches warm; a replica that loses the lease exits with a non-zero code."
 	fs.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity,
 		"Identity of this replica in the Lease. Empty means <hostname>_<random>.")
-	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
-		"How long a standby waits after the last renewal before it takes the lease over.")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline,
-		"How long the leader keeps retrying to renew before it gives up (and exits). Must be less than the lease duration.")
-	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod,
-		"How often candidates try to acquire or renew the lease.")
 
 	fs = fss.FlagSet("servers")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
@@ -228,20 +219,7 @@ func (o *Options) Validate() error {
 	if o.FieldManager == "" {
 		errs = append(errs, errors.New("--field-manager: must not be empty"))
 	}
-	if o.LeaderElect {
-		if o.LeaderElectNamespace == "" || o.LeaderElectName == "" {
-			errs = append(errs, errors.New("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty with --leader-elect"))
-		}
-		if o.RetryPeriod <= 0 {
-			errs = append(errs, fmt.Errorf("--leader-elect-retry-period: must be positive, got %v", o.RetryPeriod))
-		}
-		if o.RenewDeadline <= o.RetryPeriod {
-			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than --leader-elect-retry-period (%v)", o.RenewDeadline, o.RetryPeriod))
-		}
-		if o.LeaseDuration <= o.RenewDeadline {
-			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline))
-		}
-	}
+	errs = append(errs, o.validateLeaderElection()...)
 	if _, err := ingressmanager.NewBuilder(o.ingressConfig()); err != nil {
 		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class / --ingress-gateway: %w", err))
 	}
@@ -275,6 +253,36 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--tls-cert-file / --tls-private-key-file: only used with --metrics-secure=true; drop them or --metrics-secure=false"))
 	}
 	return utilerrors.NewAggregate(errs)
+}
+
+// validateLeaderElection checks what component-base's
+// ValidateLeaderElectionConfiguration checks, and what client-go's elector
+// checks only once it starts, in flag names: component-base's errors name
+// configuration fields, and show the renew deadline as the lease duration's
+// invalid value.
+func (o *Options) validateLeaderElection() []error {
+	le := &o.LeaderElection
+	if !le.LeaderElect {
+		return nil
+	}
+	var errs []error
+	if le.ResourceNamespace == "" || le.ResourceName == "" {
+		errs = append(errs, errors.New("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty with --leader-elect"))
+	}
+	if le.ResourceLock != resourcelock.LeasesResourceLock {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock: %q is not supported; use %q", le.ResourceLock, resourcelock.LeasesResourceLock))
+	}
+	lease, renew, retry := le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration
+	if retry <= 0 {
+		errs = append(errs, fmt.Errorf("--leader-elect-retry-period: must be positive, got %v", retry))
+	}
+	if renew <= retry {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than --leader-elect-retry-period (%v)", renew, retry))
+	}
+	if lease <= renew {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", lease, renew))
+	}
+	return errs
 }
 
 func validateBindAddress(addr string) error {

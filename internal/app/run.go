@@ -44,7 +44,7 @@ func init() {
 // ErrLeaderElectionLost is returned by Run when this replica could not renew
 // its lease: it stopped every controller at once and must exit non-zero, so
 // that two replicas never write at the same time.
-var ErrLeaderElectionLost = fmt.Errorf("leader election lost: %w", controller.ErrStopNow)
+var ErrLeaderElectionLost = errors.New("leader election lost")
 
 // Manager runs the enabled controllers on shared informers.
 type Manager struct {
@@ -56,6 +56,10 @@ type Manager struct {
 	broadcaster   record.EventBroadcaster
 	controllers   []controller.Interface
 	health        *health
+	// stopNow ends (with --leader-elect) when the lease is lost: every
+	// controller then stops at once (controller.Context.StopNow).
+	stopNow     context.Context
+	loseLeaders context.CancelCauseFunc
 
 	metricsLn, healthLn net.Listener
 	// metricsHandler serves /metrics, behind authentication and
@@ -137,6 +141,9 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		externalversions.WithNamespace(o.Namespace),
 		externalversions.WithTransform(CacheTransform(o.FieldManager)))
 	m.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+	if o.LeaderElection.LeaderElect {
+		m.stopNow, m.loseLeaders = context.WithCancelCause(context.Background())
+	}
 
 	cctx := &controller.Context{
 		KubeClient:            client,
@@ -153,6 +160,7 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		ResyncPeriod: o.ResyncPeriod,
 		DrainTimeout: o.ShutdownTimeout,
 		FieldManager: o.FieldManager,
+		StopNow:      m.stopNow,
 	}
 	for _, d := range Controllers() {
 		if !controllerEnabled(d.Name, o.Controllers) {
@@ -166,7 +174,7 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		m.controllers = append(m.controllers, c)
 	}
 	m.health = &health{controllers: m.controllers}
-	if o.LeaderElect {
+	if o.LeaderElection.LeaderElect {
 		m.health.leader = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
 
@@ -273,7 +281,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}()
 
-	if !o.LeaderElect {
+	if !o.LeaderElection.LeaderElect {
 		metrics.SetLeader(true)
 		defer metrics.SetLeader(false)
 		m.runControllers(ctx)
@@ -330,62 +338,112 @@ func (m *Manager) runControllers(ctx context.Context) {
 	wg.Wait()
 }
 
+// runLeaderElected runs the controllers while this replica holds the lease.
+// A signal (ctx) drains them; losing the lease stops them at once, also in
+// the middle of that drain, and makes Run return ErrLeaderElectionLost.
 func (m *Manager) runLeaderElected(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	o := m.opts
-	id := o.LeaderElectIdentity
-	if id == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("leader election identity: %w", err)
-		}
-		id = host + "_" + uuid.NewString()
+	id, err := m.identity()
+	if err != nil {
+		return err
 	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock,
-		o.LeaderElectNamespace, o.LeaderElectName,
+	// The elector gets its own context, cancelled only once the controllers
+	// have drained, so that ReleaseOnCancel never hands the lease over while
+	// this replica is still writing.
+	leCtx, cancelLE := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelLE()
+	t := &leadership{started: make(chan struct{}), done: make(chan struct{})}
+	le, err := m.newElector(ctx, id, t, cancelLE)
+	if err != nil {
+		return err
+	}
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		le.Run(leCtx)
+	}()
+
+	// The elector returns on its own only when renewing failed.
+	select {
+	case <-ctx.Done():
+	case <-electorDone:
+	}
+	t.wait()
+	cancelLE() // releases the lease if held
+	<-electorDone
+	t.wait() // won the lease in the meantime: its controllers saw ctx done
+	if ctx.Err() != nil {
+		logger.Info("Stopped")
+		return nil
+	}
+	logger.Error(nil, "Lost the leader lease: stopped every controller; exiting so a new leader takes over alone", "identity", id)
+	return ErrLeaderElectionLost
+}
+
+// leadership is this replica's time as the leader: started is closed when
+// it won the lease, done once its controllers have returned.
+type leadership struct{ started, done chan struct{} }
+
+// wait returns once the controllers have returned, at once if they never
+// started.
+func (t *leadership) wait() {
+	select {
+	case <-t.started:
+		<-t.done
+	default:
+	}
+}
+
+// identity is --leader-elect-identity, or <hostname>_<random>.
+func (m *Manager) identity() (string, error) {
+	if id := m.opts.LeaderElectIdentity; id != "" {
+		return id, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("leader election identity: %w", err)
+	}
+	return host + "_" + uuid.NewString(), nil
+}
+
+// newElector returns the elector of the Lease, which runs the controllers
+// (for t) once it leads. When the lease is lost, it cancels leCtx once the
+// controllers have stopped, so that the elector gives the lease up too.
+func (m *Manager) newElector(ctx context.Context, id string, t *leadership, cancelLE context.CancelFunc) (*leaderelection.LeaderElector, error) {
+	logger := klog.FromContext(ctx)
+	o := m.opts
+	le := &o.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock,
+		le.ResourceNamespace, le.ResourceName,
 		m.client.CoreV1(), m.client.CoordinationV1(),
 		resourcelock.ResourceLockConfig{
 			Identity:      id,
 			EventRecorder: m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "controller-manager", Host: id}),
 		})
 	if err != nil {
-		return fmt.Errorf("creating the leader election lock: %w", err)
+		return nil, fmt.Errorf("creating the leader election lock: %w", err)
 	}
-
-	// The elector gets its own context, cancelled only once the controllers
-	// have drained, so that ReleaseOnCancel never hands the lease over while
-	// this replica is still writing.
-	leCtx, cancelLE := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelLE()
-	started := make(chan struct{})
-	controllersDone := make(chan struct{})
-
-	var le *leaderelection.LeaderElector
-	le, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	var elector *leaderelection.LeaderElector
+	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   o.LeaseDuration,
-		RenewDeadline:   o.RenewDeadline,
-		RetryPeriod:     o.RetryPeriod,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
-		Name:            o.LeaderElectName,
+		Name:            le.ResourceName,
 		WatchDog:        m.health.leader,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) {
-				close(started)
-				defer close(controllersDone)
-				runCtx, cancel := context.WithCancelCause(context.WithoutCancel(leadCtx))
-				defer cancel(nil)
-				// A signal drains; losing the lease stops at once, also
-				// in the middle of that drain (WithStopNow).
-				held := leaseHeld(leadCtx, le, o)
-				stopOnSignal := context.AfterFunc(ctx, func() { cancel(context.Canceled) })
-				defer stopOnSignal()
-				stopOnLoss := context.AfterFunc(held, func() { cancel(ErrLeaderElectionLost) })
-				defer stopOnLoss()
+				close(t.started)
+				defer close(t.done)
+				m.watchLease(leadCtx, elector)
+				runCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				defer context.AfterFunc(m.stopNow, cancel)()
 				logger.Info("Became leader: starting controllers", "identity", id)
 				metrics.SetLeader(true)
-				m.runControllers(controller.WithStopNow(runCtx, held))
-				if held.Err() != nil {
+				m.runControllers(runCtx)
+				if m.stopNow.Err() != nil {
 					// Lost: make the elector give up the lease too, now
 					// that nothing of this replica writes any more.
 					cancelLE()
@@ -403,76 +461,41 @@ func (m *Manager) runLeaderElected(ctx context.Context) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("configuring leader election: %w", err)
+		return nil, fmt.Errorf("configuring leader election: %w", err)
 	}
-
-	electorDone := make(chan struct{})
-	go func() {
-		defer close(electorDone)
-		le.Run(leCtx)
-	}()
-
-	select {
-	case <-ctx.Done():
-		select {
-		case <-started:
-			<-controllersDone
-		default:
-		}
-		cancelLE() // releases the lease if held
-		<-electorDone
-		select {
-		case <-started: // won the lease in the meantime: its controllers saw ctx done
-			<-controllersDone
-		default:
-		}
-		logger.Info("Stopped")
-		return nil
-	case <-electorDone:
-		// The elector returns on its own only when renewing failed.
-		select {
-		case <-started:
-			<-controllersDone
-		default:
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		logger.Error(nil, "Lost the leader lease: stopped every controller; exiting so a new leader takes over alone", "identity", id)
-		return ErrLeaderElectionLost
-	}
+	return elector, nil
 }
 
-// leaseHeld returns a context that ends with leadCtx, or (cause
-// ErrLeaderElectionLost) as soon as le has seen another holder of the lease
-// or has not renewed it for --leader-elect-renew-deadline. The elector
-// gives the lease up then too, but it ends leadCtx only after its renew
-// deadline and after trying to release the lease, which takes up to another
-// renew deadline when the API server is unreachable: by then another
-// replica may lead (it can once --leader-elect-lease-duration has passed
-// since the last renewal), and this one must no longer be writing.
-func leaseHeld(leadCtx context.Context, le *leaderelection.LeaderElector, o *Options) context.Context {
-	held, lost := context.WithCancelCause(leadCtx)
+// watchLease ends m.stopNow (cause ErrLeaderElectionLost) when leadCtx
+// ends, or as soon as le has seen another holder of the lease or has not
+// renewed it for --leader-elect-renew-deadline. The elector gives the lease
+// up then too, but it ends leadCtx only after its renew deadline and after
+// trying to release the lease, which takes up to another renew deadline
+// when the API server is unreachable: by then another replica may lead (it
+// can once --leader-elect-lease-duration has passed since the last
+// renewal), and this one must no longer be writing.
+func (m *Manager) watchLease(leadCtx context.Context, le *leaderelection.LeaderElector) {
+	o := &m.opts.LeaderElection
 	go func() {
-		tick := time.NewTicker(min(o.RetryPeriod, 100*time.Millisecond))
+		tick := time.NewTicker(min(o.RetryPeriod.Duration, 100*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
-			case <-held.Done():
+			case <-leadCtx.Done():
+				m.loseLeaders(ErrLeaderElectionLost)
 				return
 			case <-tick.C:
 				// Check fails once the last renewal is older than
 				// LeaseDuration plus its argument.
-				if !le.IsLeader() || le.Check(o.RenewDeadline-o.LeaseDuration) != nil {
+				if !le.IsLeader() || le.Check(o.RenewDeadline.Duration-o.LeaseDuration.Duration) != nil {
 					klog.FromContext(leadCtx).Info("Lease taken over or not renewed within the renew deadline: stopping the controllers at once",
-						"leader", le.GetLeader(), "renewDeadline", o.RenewDeadline)
-					lost(ErrLeaderElectionLost)
+						"leader", le.GetLeader(), "renewDeadline", o.RenewDeadline.Duration)
+					m.loseLeaders(ErrLeaderElectionLost)
 					return
 				}
 			}
 		}
 	}()
-	return held
 }
 
 // CacheTransform is the informers' transform: it keeps the cache lean.
@@ -484,9 +507,9 @@ func leaseHeld(leadCtx context.Context, le *leaderelection.LeaderElector, o *Opt
 //     controller here writes back;
 //   - Services keep only what ingress-manager, their only reader, uses:
 //     metadata (but labels), annotations and spec.ports. Labels, the rest of
-//     the spec (selector, cluster IPs, ...) and the status go: that is about
-//     40% of a cached Service (see `make bench`). A controller that comes to
-//     read more of a Service must keep it here.
+//     the spec (selector, cluster IPs, ...) and the status go, a large part
+//     of a cached Service. A controller that comes to read more of a
+//     Service must keep it here.
 func CacheTransform(fieldManager string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		acc, ok := obj.(metav1.ObjectMetaAccessor)

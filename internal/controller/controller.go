@@ -1,6 +1,7 @@
 // Package controller holds what every controller of the manager shares: the
-// Context a controller is built from, the Interface the manager runs, and Loop,
-// the workqueue -> worker -> sync machinery.
+// Context a controller is built from, the Interface the manager runs, Loop,
+// the workqueue -> worker -> sync machinery, and Base, which a controller
+// embeds to be an Interface around a Loop.
 package controller
 
 import (
@@ -62,6 +63,9 @@ type Context struct {
 	ResyncPeriod time.Duration
 	// DrainTimeout bounds how long Run waits for in-flight work on shutdown.
 	DrainTimeout time.Duration
+	// StopNow, when it ends, stops every controller at once (see
+	// Loop.StopNow); nil when nothing can.
+	StopNow context.Context
 	// FieldManager is the field manager of every write.
 	FieldManager string
 }

@@ -1,20 +1,19 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 )
 
 // ObjectKey returns the namespace/name key of a namespaced object handed to
-// an informer event handler: the object itself, or the
-// cache.DeletedFinalStateUnknown tombstone of a deleted one (its Key, or,
-// when that is no valid key, the name of its last known object).
+// an informer event handler: cache.DeletionHandlingObjectToName's key (the
+// object's, or the Key of a cache.DeletedFinalStateUnknown tombstone), plus
+// what it lacks: nil and nil pointers are errors instead of panics, and a
+// tombstone whose Key is no valid key falls back to its last known object.
 //
 // It returns an error, never a key, for what cannot name a namespaced
 // object: nil (also a nil pointer), something without object metadata, a
@@ -22,40 +21,40 @@ import (
 // (the API server admits no other). A sync handed such a key could only
 // look up nothing, so handlers report and skip it.
 func ObjectKey(obj any) (cache.ObjectName, error) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		key, err := cache.ParseObjectName(tomb.Key)
-		if err == nil {
-			err = CheckKey(key)
-		}
-		if err == nil {
-			return key, nil
-		}
-		objKey, objErr := metaKey(tomb.Obj)
-		if objErr != nil {
-			return cache.ObjectName{}, fmt.Errorf("tombstone key %q: %w; its object: %w", tomb.Key, err, objErr)
-		}
-		return objKey, nil
+	if isNil(obj) {
+		return cache.ObjectName{}, fmt.Errorf("no object (%T)", obj)
 	}
-	return metaKey(obj)
-}
-
-// metaKey returns the key of an object with metadata.
-func metaKey(obj any) (cache.ObjectName, error) {
-	if obj == nil {
-		return cache.ObjectName{}, errors.New("no object")
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err == nil {
+		err = CheckKey(key)
 	}
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
-		return cache.ObjectName{}, fmt.Errorf("nil %T", obj)
+	if err == nil {
+		return key, nil
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return cache.ObjectName{}, fmt.Errorf("%T has no object metadata: %w", obj, err)
-	}
-	key := cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()}
-	if err := CheckKey(key); err != nil {
+	tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+	if !ok {
 		return cache.ObjectName{}, fmt.Errorf("%T: %w", obj, err)
 	}
-	return key, nil
+	if isNil(tomb.Obj) {
+		return cache.ObjectName{}, fmt.Errorf("tombstone key %q: %w; no object", tomb.Key, err)
+	}
+	objKey, objErr := cache.ObjectToName(tomb.Obj)
+	if objErr == nil {
+		objErr = CheckKey(objKey)
+	}
+	if objErr != nil {
+		return cache.ObjectName{}, fmt.Errorf("tombstone key %q: %w; its object %T: %w", tomb.Key, err, tomb.Obj, objErr)
+	}
+	return objKey, nil
+}
+
+// isNil reports whether obj is nil or a nil pointer.
+func isNil(obj any) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // CheckKey returns an error unless key can name a namespaced object: its

@@ -9,29 +9,11 @@ import (
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-sample/controller-manager/internal/metrics"
 )
-
-// ErrStopNow, as the cause of the context passed to Loop.Run (see
-// context.WithCancelCause), makes the loop cancel in-flight syncs at once
-// instead of letting them finish: used when the leader lease is lost, where
-// another replica may already be writing.
-var ErrStopNow = errors.New("stop at once")
-
-type stopNowKey struct{}
-
-// WithStopNow returns a copy of ctx for Loop.Run that makes the loop stop at
-// once (as with ErrStopNow) when stopNow ends, even after ctx ended and the
-// loop is letting its in-flight syncs finish: a leader that loses its lease
-// while it drains after SIGTERM must not write on, since another replica may
-// already be writing.
-func WithStopNow(ctx, stopNow context.Context) context.Context {
-	return context.WithValue(ctx, stopNowKey{}, stopNow)
-}
 
 // RequeueAfter, returned (or wrapped) by a sync, asks for the key to be
 // synced again after its delay, without the error backoff: for conditions
@@ -76,6 +58,11 @@ type Loop[T comparable] struct {
 	// DrainTimeout bounds the wait for in-flight syncs on shutdown; once it
 	// passes their context is cancelled. 0 means 30s.
 	DrainTimeout time.Duration
+	// StopNow, when it ends, stops the loop at once: in-flight syncs are
+	// cancelled instead of drained, also in the middle of a drain. A leader
+	// that lost its lease must not write on: another replica may already be.
+	// nil never stops at once.
+	StopNow context.Context
 }
 
 // Default rate limits for retries: per-item exponential backoff from 5ms to
@@ -111,22 +98,17 @@ func (l *Loop[T]) Run(ctx context.Context, workers int) {
 		drainTimeout = 30 * time.Second
 	}
 	// In-flight syncs outlive ctx (they run to completion during the drain)
-	// but not the drain timeout, nor the end of a stop-now context.
+	// but not the drain timeout, nor the end of StopNow.
 	workCtx, cancelWork := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
 	defer cancelWork()
-	if stopNow, ok := ctx.Value(stopNowKey{}).(context.Context); ok {
-		parent := ctx
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		stop := context.AfterFunc(stopNow, func() {
-			cancel(ErrStopNow)
-			if parent.Err() != nil && workCtx.Err() == nil { // draining
-				logger.Info("Stopping at once: cancelling in-flight work", "cause", context.Cause(stopNow))
-			}
-			cancelWork()
-		})
-		defer stop()
+	ctx, stopTaking := context.WithCancel(ctx)
+	defer stopTaking()
+	if l.StopNow != nil {
+		defer context.AfterFunc(l.StopNow, func() {
+			logger.Info("Stopping at once: cancelling in-flight work", "cause", context.Cause(l.StopNow))
+			cancelWork() // first: the drain must not start on the way
+			stopTaking()
+		})()
 	}
 
 	logger.Info("Starting workers", "count", workers)
@@ -139,10 +121,7 @@ func (l *Loop[T]) Run(ctx context.Context, workers int) {
 	}
 
 	<-ctx.Done()
-	if errors.Is(context.Cause(ctx), ErrStopNow) {
-		logger.Info("Stopping at once: cancelling in-flight work", "cause", context.Cause(ctx))
-		cancelWork()
-	} else {
+	if workCtx.Err() == nil {
 		logger.Info("Shutting down: waiting for in-flight work", "timeout", drainTimeout)
 	}
 	drained := make(chan struct{})
@@ -162,30 +141,6 @@ func (l *Loop[T]) Run(ctx context.Context, workers int) {
 	}
 	wg.Wait()
 	logger.Info("Workers stopped")
-}
-
-// RunAfterSync waits for the informer caches (synced), then runs workers
-// like Run. If ctx ends before the caches sync, it shuts the queue down and
-// returns.
-func (l *Loop[T]) RunAfterSync(ctx context.Context, workers int, synced ...cache.InformerSynced) {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", l.Name))
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
-		l.Queue.ShutDown()
-		return
-	}
-	l.Run(ctx, workers)
-}
-
-// EnqueueObject adds the namespace/name key of obj (an object, or the
-// tombstone of a deleted one) to l's queue; an object without a usable key is
-// reported and skipped (see ObjectKey).
-func EnqueueObject(l *Loop[cache.ObjectName], obj any) {
-	key, err := ObjectKey(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: cannot get the key of %T: %w", l.Name, obj, err))
-		return
-	}
-	l.Queue.Add(key)
 }
 
 // processNext handles one key; it returns false once the queue shut down.

@@ -197,30 +197,6 @@ func TestLoopDrainTimeoutCancelsInFlightWork(t *testing.T) {
 	}
 }
 
-func TestLoopStopNowCancelsInFlightWork(t *testing.T) {
-	_, ctx := newTestContext(t)
-	started := make(chan struct{})
-	var cancelled atomic.Bool
-	l := &Loop[string]{
-		Name:         "test-stop-now",
-		Queue:        NewQueue[string]("test-stop-now"),
-		DrainTimeout: time.Hour,
-		Sync: func(ctx context.Context, _ string) error {
-			close(started)
-			<-ctx.Done()
-			cancelled.Store(true)
-			return ctx.Err()
-		},
-	}
-	stop, _ := runLoop(ctx, l, 1)
-	l.Queue.Add("in-flight")
-	<-started
-	stop(ErrStopNow) // would block for an hour if in-flight work were drained
-	if !cancelled.Load() {
-		t.Error("in-flight sync was not cancelled on ErrStopNow")
-	}
-}
-
 func TestLoopRequeueAfter(t *testing.T) {
 	_, ctx := newTestContext(t)
 	var calls atomic.Int32

@@ -2,13 +2,14 @@
 // of their inputs: objects of every kind the controllers watch, nil, nil
 // pointers, wrong types, and delete tombstones
 // (cache.DeletedFinalStateUnknown) with arbitrary keys around any of them;
-// and it checks what the handlers queued. Every controller's fuzz target of
-// its delete handlers uses it:
+// and it checks what the handlers queued. The fuzz targets of the shared
+// handler (controller.Base.Enqueue) and of the controllers' own handlers use
+// it:
 //
 //	handlertest.Fuzz(f, func(t *testing.T, in handlertest.Input) {
-//		c.enqueue(in.Object())
-//		must, may := in.Want(handlertest.KindService)
-//		handlertest.Check(t, in, handlertest.Drain(c.loop.Queue), must, may)
+//		b.Enqueue(in.Object())
+//		must, may := in.WantAny()
+//		handlertest.Check(t, in, handlertest.Drain(b.Loop.Queue), must, may)
 //	})
 package handlertest
 
@@ -179,6 +180,16 @@ func (in Input) Want(kind uint8) (must, may []cache.ObjectName) {
 		}
 	}
 	return nil, nil
+}
+
+// WantAny is Want for a handler that takes objects of any kind and queues
+// their own key (controller.Base.Enqueue).
+func (in Input) WantAny() (must, may []cache.ObjectName) {
+	switch kind := in.Kind % NumKinds; kind {
+	case KindService, KindIngress, KindPod, KindNetwork, KindEndpoints:
+		return in.Want(kind)
+	}
+	return in.Want(NumKinds) // no object: only a tombstone's key
 }
 
 // WantIngress returns what the Ingress handler (which queues the Service of

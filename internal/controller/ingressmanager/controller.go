@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
@@ -59,6 +58,7 @@ const annotationPrefix = "ingress/"
 // Controller keeps an Ingress, or an HTTPRoute, for every Service annotated
 // ingress/http.
 type Controller struct {
+	controller.Base
 	services  corelisters.ServiceLister
 	ingresses networkinglisters.IngressLister
 	recorder  record.EventRecorder
@@ -66,8 +66,6 @@ type Controller struct {
 	ingress   *writer[*networkingv1.Ingress]
 	route     *writer[*gatewayv1.HTTPRoute]
 	gateway   *gatewayAPI
-	synced    []cache.InformerSynced
-	loop      controller.Loop[cache.ObjectName]
 	notes     notes
 	settling  settling
 }
@@ -94,15 +92,10 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		notes:     notes{recorder: recorder, sent: map[cache.ObjectName]map[string]string{}},
 		settling:  settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
 	}
-	c.loop = controller.Loop[cache.ObjectName]{
-		Name:         Name,
-		Queue:        controller.NewQueue[cache.ObjectName](Name),
-		Sync:         c.sync,
-		DrainTimeout: cctx.DrainTimeout,
-	}
+	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
 	owned := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueOwned,
-		UpdateFunc: c.updateOwned,
+		UpdateFunc: c.UnlessResync(c.enqueueOwned), // the Service's own resync re-checks it
 		DeleteFunc: c.enqueueOwned,
 	}
 	interval := cfg.GatewayAPICheckInterval
@@ -118,49 +111,29 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		interval:  interval,
 		handler:   owned,
 	}
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	opts := cache.HandlerOptions{Logger: ptr.To(logger)}
-	svcReg, err := svcInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
+	if err := c.AddEventHandler(svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.Enqueue,
 		UpdateFunc: c.updateService,
-		DeleteFunc: c.enqueue,
-	}, opts)
-	if err != nil {
-		return nil, fmt.Errorf("adding the Service event handler: %w", err)
+		DeleteFunc: c.Enqueue,
+	}); err != nil {
+		return nil, err
 	}
-	ingReg, err := ingInformer.Informer().AddEventHandlerWithOptions(owned, opts)
-	if err != nil {
-		return nil, fmt.Errorf("adding the Ingress event handler: %w", err)
+	if err := c.AddEventHandler(ingInformer.Informer(), owned); err != nil {
+		return nil, err
 	}
-	c.synced = []cache.InformerSynced{svcReg.HasSynced, ingReg.HasSynced, c.gateway.known.Load}
+	// Workers wait until it is known whether HTTPRoutes are served (and if
+	// so, for their cache): a restart must not take "not looked yet" for
+	// "not installed" and make Ingresses for Services on a Gateway.
+	c.WaitFor(c.gateway.known.Load)
 	return c, nil
 }
 
-// Name implements controller.Interface.
-func (c *Controller) Name() string { return Name }
-
-// HasSynced implements controller.Interface.
-func (c *Controller) HasSynced() bool {
-	for _, s := range c.synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
-}
-
-// Run implements controller.Interface.
+// Run implements controller.Interface: the Base's Run, with the watch of
+// HTTPRoutes beside it from the start (it tells whether they are served).
 func (c *Controller) Run(ctx context.Context, workers int) {
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting ingress-manager")
-	defer logger.Info("Stopped ingress-manager")
-	go c.gateway.run(ctx, c.requeueRouteServices)
-	c.loop.RunAfterSync(ctx, workers, c.synced...)
+	go c.gateway.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name)), c.requeueRouteServices)
+	c.Base.Run(ctx, workers)
 }
-
-// enqueue queues a Service's key; it copes with delete tombstones.
-func (c *Controller) enqueue(obj any) { controller.EnqueueObject(&c.loop, obj) }
 
 // updateService queues a Service when something the sync reads changed:
 // its UID, its ingress/* annotations or its ports. A resync (same
@@ -170,19 +143,19 @@ func (c *Controller) updateService(oldObj, newObj any) {
 	oldSvc, ok1 := oldObj.(*corev1.Service)
 	newSvc, ok2 := newObj.(*corev1.Service)
 	if !ok1 || !ok2 {
-		c.enqueue(newObj)
+		c.Enqueue(newObj)
 		return
 	}
-	if oldSvc.ResourceVersion == newSvc.ResourceVersion {
+	if controller.IsResync(oldSvc, newSvc) {
 		if Enabled(newSvc) {
-			c.enqueue(newObj)
+			c.Enqueue(newObj)
 		}
 		return
 	}
 	if oldSvc.UID != newSvc.UID ||
 		!maps.Equal(ingressAnnotations(oldSvc), ingressAnnotations(newSvc)) ||
 		!equality.Semantic.DeepEqual(oldSvc.Spec.Ports, newSvc.Spec.Ports) {
-		c.enqueue(newObj)
+		c.Enqueue(newObj)
 	}
 }
 
@@ -219,7 +192,7 @@ func (c *Controller) enqueueOwned(obj any) {
 		utilruntime.HandleError(fmt.Errorf("ingress-manager: unexpected object %T in the Ingress or HTTPRoute informer: %w", obj, err))
 		return
 	}
-	c.loop.Queue.Add(key)
+	c.EnqueueKey(key)
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && isServiceRef(ref) && ref.Name != key.Name {
 		// An owner reference's name is not validated by the API server.
 		owner := cache.ObjectName{Namespace: key.Namespace, Name: ref.Name}
@@ -227,20 +200,8 @@ func (c *Controller) enqueueOwned(obj any) {
 			utilruntime.HandleError(fmt.Errorf("ingress-manager: %T %s has a controller reference to an impossible Service: %w", obj, key, err))
 			return
 		}
-		c.loop.Queue.Add(owner)
+		c.EnqueueKey(owner)
 	}
-}
-
-// updateOwned queues on every change of an Ingress or HTTPRoute, status
-// included (it tells when a move between them may finish). A resync is
-// skipped: the Service's own resync re-checks it.
-func (c *Controller) updateOwned(oldObj, newObj any) {
-	oldMeta, ok1 := oldObj.(metav1.Object)
-	newMeta, ok2 := newObj.(metav1.Object)
-	if ok1 && ok2 && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
-		return
-	}
-	c.enqueueOwned(newObj)
 }
 
 // requeueRouteServices queues every Service that asks for a Gateway: the
@@ -253,7 +214,7 @@ func (c *Controller) requeueRouteServices() {
 	}
 	for _, svc := range svcs {
 		if c.builder.WantsRoute(svc) {
-			c.loop.Queue.Add(cache.MetaObjectToName(svc))
+			c.EnqueueKey(cache.MetaObjectToName(svc))
 		}
 	}
 }

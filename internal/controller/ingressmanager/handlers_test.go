@@ -28,16 +28,16 @@ func newTestController(t testing.TB) *Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.loop.Queue.ShutDown)
+	t.Cleanup(c.Loop.Queue.ShutDown)
 	return c
 }
 
 func queued(c *Controller) map[string]bool {
 	out := map[string]bool{}
-	for c.loop.Queue.Len() > 0 {
-		k, _ := c.loop.Queue.Get()
+	for c.Loop.Queue.Len() > 0 {
+		k, _ := c.Loop.Queue.Get()
 		out[k.String()] = true
-		c.loop.Queue.Done(k)
+		c.Loop.Queue.Done(k)
 	}
 	return out
 }
@@ -59,10 +59,10 @@ func TestDeleteHandlersTakeTombstones(t *testing.T) {
 		{"ingress tombstone of a wrong type", (*Controller).enqueueOwned, cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: svc}, nil},
 		{"ingress tombstone without object", (*Controller).enqueueOwned, cache.DeletedFinalStateUnknown{Key: "ns/x"}, nil},
 		{"nil", (*Controller).enqueueOwned, nil, nil},
-		{"service", (*Controller).enqueue, svc, []string{"ns/svc"}},
-		{"service tombstone", (*Controller).enqueue, cache.DeletedFinalStateUnknown{Key: "ns/svc", Obj: svc}, []string{"ns/svc"}},
-		{"service tombstone without object", (*Controller).enqueue, cache.DeletedFinalStateUnknown{Key: "ns/gone"}, []string{"ns/gone"}},
-		{"service garbage", (*Controller).enqueue, 42, nil},
+		{"service", (*Controller).Enqueue, svc, []string{"ns/svc"}},
+		{"service tombstone", (*Controller).Enqueue, cache.DeletedFinalStateUnknown{Key: "ns/svc", Obj: svc}, []string{"ns/svc"}},
+		{"service tombstone without object", (*Controller).Enqueue, cache.DeletedFinalStateUnknown{Key: "ns/gone"}, []string{"ns/gone"}},
+		{"service garbage", (*Controller).Enqueue, 42, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestUpdateServiceFilter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestController(t)
 			c.updateService(base, tc.new)
-			if got := c.loop.Queue.Len() == 1; got != tc.want {
+			if got := c.Loop.Queue.Len() == 1; got != tc.want {
 				t.Errorf("queued = %v, want %v", got, tc.want)
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
@@ -58,15 +56,14 @@ type Options struct {
 
 // Controller reconciles Networks into a Backend.
 type Controller struct {
+	controller.Base
 	client    versioned.Interface
 	lister    samplelisters.NetworkLister
 	indexer   cache.Indexer
-	synced    cache.InformerSynced
 	recorder  record.EventRecorder
 	backend   Backend
 	namespace string
 	opts      Options
-	loop      controller.Loop[cache.ObjectName]
 	fieldMgr  string
 }
 
@@ -110,65 +107,26 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 		opts:      opts,
 		fieldMgr:  cctx.FieldManager,
 	}
-	c.loop = controller.Loop[cache.ObjectName]{
-		Name:         Name,
-		Queue:        controller.NewQueue[cache.ObjectName](Name),
-		Sync:         c.sync,
-		DrainTimeout: cctx.DrainTimeout,
+	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
+	// Resyncs are not queued: nothing changed in Kubernetes. Backend drift
+	// is found by the periodic backend scan (CollectGarbage), with one List
+	// instead of a Get per Network.
+	if err := c.AddEventHandler(informer.Informer(), c.Handler()); err != nil {
+		return nil, err
 	}
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	reg, err := informer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(oldObj, newObj any) {
-			oldNet, ok1 := oldObj.(*samplecrdv1.Network)
-			newNet, ok2 := newObj.(*samplecrdv1.Network)
-			if ok1 && ok2 && oldNet.ResourceVersion == newNet.ResourceVersion {
-				// A resync: nothing changed in Kubernetes. Backend drift is
-				// found by the periodic backend scan (CollectGarbage), with
-				// one List instead of a Get per Network.
-				return
-			}
-			c.enqueue(newObj)
-		},
-		DeleteFunc: c.enqueue,
-	}, cache.HandlerOptions{Logger: ptr.To(logger)})
-	if err != nil {
-		return nil, fmt.Errorf("adding the Network event handler: %w", err)
-	}
-	c.synced = reg.HasSynced
+	c.Background = c.collectGarbageEvery
 	return c, nil
 }
 
-// Name implements controller.Interface.
-func (c *Controller) Name() string { return Name }
-
-// HasSynced implements controller.Interface.
-func (c *Controller) HasSynced() bool { return c.synced() }
-
-// Run implements controller.Interface: workers, plus garbage collection of
-// orphaned backend networks at start and every GCInterval.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting network controller")
-	defer logger.Info("Stopped network controller")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
-		c.loop.Queue.ShutDown()
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		wait.UntilWithContext(ctx, func(ctx context.Context) {
-			if err := c.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
-				logger.Error(err, "Garbage collection of backend networks failed; will retry", "interval", c.opts.GCInterval)
-			}
-		}, c.opts.GCInterval)
-	})
-	c.loop.Run(ctx, workers)
-	wg.Wait()
+// collectGarbageEvery runs CollectGarbage at once and every GCInterval
+// until ctx ends.
+func (c *Controller) collectGarbageEvery(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := c.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Garbage collection of backend networks failed; will retry", "interval", c.opts.GCInterval)
+		}
+	}, c.opts.GCInterval)
 }
-
-func (c *Controller) enqueue(obj any) { controller.EnqueueObject(&c.loop, obj) }
 
 // sync converges one Network: backend network present and equal to the
 // spec, or deleted (then the finalizer released) when the Network is being
@@ -345,7 +303,7 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			continue
 		}
 		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
-		c.loop.Queue.Add(cache.MetaObjectToName(obj))
+		c.EnqueueKey(cache.MetaObjectToName(obj))
 	}
 	return errors.Join(errs...)
 }

@@ -12,11 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -25,15 +23,13 @@ import (
 const Name = "pod-logger"
 
 // MaxRetries is how often a failing sync is retried before its key is
-// dropped with a "Dropping pod out of the queue" log line, as the client-go
-// workqueue example does.
+// dropped (and logged), as the client-go workqueue example does.
 const MaxRetries = 5
 
 // Controller logs Pod changes.
 type Controller struct {
+	controller.Base
 	lister corelisters.PodLister
-	synced cache.InformerSynced
-	loop   controller.Loop[cache.ObjectName]
 
 	// seen is the state last logged per Pod, to say what changed. Only the
 	// worker syncing a key touches its entry, but workers share the map.
@@ -53,60 +49,19 @@ type podState struct {
 }
 
 // New builds the controller on the shared Pod informer.
-func New(ctx context.Context, cctx *controller.Context) *Controller {
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
+func New(ctx context.Context, cctx *controller.Context) (*Controller, error) {
 	informer := cctx.InformerFactory.Core().V1().Pods()
 	c := &Controller{
 		lister: informer.Lister(),
 		seen:   map[cache.ObjectName]podState{},
 	}
-	c.loop = controller.Loop[cache.ObjectName]{
-		Name:         Name,
-		Queue:        controller.NewQueue[cache.ObjectName](Name),
-		Sync:         c.sync,
-		MaxRetries:   MaxRetries,
-		DrainTimeout: cctx.DrainTimeout,
+	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
+	c.Loop.MaxRetries = MaxRetries
+	if err := c.AddEventHandler(informer.Informer(), c.Handler()); err != nil {
+		return nil, err
 	}
-	reg, err := informer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(oldObj, newObj any) {
-			oldPod, ok1 := oldObj.(*corev1.Pod)
-			newPod, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && oldPod.ResourceVersion == newPod.ResourceVersion {
-				logger.V(4).Info("Ignoring resync of unchanged Pod", "pod", klog.KObj(newPod))
-				return
-			}
-			c.enqueue(newObj)
-		},
-		DeleteFunc: c.enqueue, // DeletionHandlingObjectToName copes with tombstones
-	}, cache.HandlerOptions{Logger: ptr.To(logger)})
-	if err != nil {
-		// Only fails once the informer has stopped, which cannot be the case
-		// before the factory started.
-		utilruntime.HandleErrorWithContext(ctx, err, "Adding Pod event handler")
-		c.synced = func() bool { return false }
-	} else {
-		c.synced = reg.HasSynced
-	}
-	return c
+	return c, nil
 }
-
-// Name implements controller.Interface.
-func (c *Controller) Name() string { return Name }
-
-// HasSynced implements controller.Interface.
-func (c *Controller) HasSynced() bool { return c.synced() }
-
-// Run implements controller.Interface.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting Pod controller")
-	defer logger.Info("Stopping Pod controller")
-	c.loop.RunAfterSync(ctx, workers, c.synced)
-}
-
-func (c *Controller) enqueue(obj any) { controller.EnqueueObject(&c.loop, obj) }
 
 // sync logs the Pod's current state, or its deletion.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {

@@ -60,8 +60,8 @@ func with(s podState, f func(*podState)) podState {
 }
 
 // TestFailingSyncIsRetriedFiveTimesThenDropped drives the pod-logger's own
-// queue configuration with a sync that always fails (the seed: 5 retries,
-// then the key is dropped with an error log naming key and error).
+// queue configuration with a sync that always fails: 5 retries, then the
+// key is dropped with an error log naming key and error.
 func TestFailingSyncIsRetriedFiveTimesThenDropped(t *testing.T) {
 	for _, failures := range []int{2, 5, 100} {
 		t.Run("", func(t *testing.T) {
@@ -70,9 +70,12 @@ func TestFailingSyncIsRetriedFiveTimesThenDropped(t *testing.T) {
 			defer cancel()
 			client := fake.NewClientset()
 			factory := informers.NewSharedInformerFactory(client, 0)
-			c := New(ctx, &controller.Context{KubeClient: client, InformerFactory: factory, DrainTimeout: time.Second})
+			c, err := New(ctx, &controller.Context{KubeClient: client, InformerFactory: factory, DrainTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
 			var attempts atomic.Int32
-			c.loop.Sync = func(context.Context, cache.ObjectName) error {
+			c.Loop.Sync = func(context.Context, cache.ObjectName) error {
 				if int(attempts.Add(1)) <= failures {
 					return errors.New("injected failure")
 				}
@@ -83,10 +86,10 @@ func TestFailingSyncIsRetriedFiveTimesThenDropped(t *testing.T) {
 			go func() { defer close(done); c.Run(ctx, 1) }()
 
 			key := cache.ObjectName{Namespace: "ns", Name: "p"}
-			c.loop.Queue.Add(key)
+			c.Loop.Queue.Add(key)
 			wantAttempts := min(failures+1, MaxRetries+1)
-			err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-				return int(attempts.Load()) >= wantAttempts && c.loop.Queue.NumRequeues(key) == 0 && c.loop.Queue.Len() == 0, nil
+			err = wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return int(attempts.Load()) >= wantAttempts && c.Loop.Queue.NumRequeues(key) == 0 && c.Loop.Queue.Len() == 0, nil
 			})
 			if err != nil {
 				t.Fatalf("attempts = %d, want %d and the key forgotten", attempts.Load(), wantAttempts)

@@ -32,18 +32,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-var cfg *rest.Config
-
-func TestMain(m *testing.M) { framework.Main(m, &cfg) }
-
-const timeout = 30 * time.Second
+func TestMain(m *testing.M) { framework.Main(m) }
 
 // deployment is config/default, decoded.
 type deployment struct {
@@ -162,7 +157,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	}
 
 	w := &warnings{}
-	c := rest.CopyConfig(cfg)
+	c := framework.AdminConfig()
 	c.WarningHandlerWithContext = w
 	if err := framework.Apply(context.Background(), c, d.objs, true); err != nil {
 		t.Fatalf("server-side dry-run apply of config/default: %v", err)
@@ -172,7 +167,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	}
 
 	// A dry run persists nothing.
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.AdminConfig())
 	ctx := context.Background()
 	if _, err := client.AppsV1().Deployments(d.deployment.Namespace).Get(ctx, d.deployment.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Deployment after a dry run: err = %v, want NotFound", err)
@@ -192,7 +187,7 @@ func TestPodTemplateMeetsRestrictedPodSecurity(t *testing.T) {
 	if got := d.namespace.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
 		t.Fatalf("Namespace %s: pod-security.kubernetes.io/enforce = %q, want restricted", d.namespace.Name, got)
 	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(framework.AdminConfig())
 	live, err := client.CoreV1().Namespaces().Get(context.Background(), d.namespace.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -223,8 +218,8 @@ func TestPodTemplateMeetsRestrictedPodSecurity(t *testing.T) {
 	}
 }
 
-// TestDeployment checks the Deployment against the requirements and
-// its flags against the binary's.
+// TestDeployment checks the Deployment's production settings (secure
+// metrics, probes, spread, drain time) and its flags against the binary's.
 func TestDeployment(t *testing.T) {
 	d := load(t)
 	dep := d.deployment
@@ -294,14 +289,14 @@ func TestDeployment(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("the Deployment's flags %q are invalid: %v", args, err)
 	}
-	if !o.LeaderElect {
+	if !o.LeaderElection.LeaderElect {
 		t.Error("leader election is off")
 	}
 	if !o.MetricsSecure {
 		t.Error("--metrics-secure is off: /metrics would be served in plain HTTP to anyone reaching the Pod")
 	}
-	if o.LeaderElectNamespace != dep.Namespace {
-		t.Errorf("the Lease is in %q, want the manager's namespace %q", o.LeaderElectNamespace, dep.Namespace)
+	if o.LeaderElection.ResourceNamespace != dep.Namespace {
+		t.Errorf("the Lease is in %q, want the manager's namespace %q", o.LeaderElection.ResourceNamespace, dep.Namespace)
 	}
 	grace := time.Duration(ptr.Deref(spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second
 	if grace <= o.ShutdownTimeout {
@@ -762,18 +757,15 @@ func TestMissingVerbFailsTheTests(t *testing.T) {
 				},
 			)
 			ctx := context.Background()
-			if err := framework.Apply(ctx, cfg, objs, false); err != nil {
+			if err := framework.Apply(ctx, framework.AdminConfig(), objs, false); err != nil {
 				t.Fatal(err)
 			}
 
-			client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-			testNS := framework.CreateNamespace(t, client)
-			o := framework.Options()
-			o.Controllers = []string{"ingress-manager"}
-			o.Namespace = testNS
+			client, testNS := framework.Setup(t)
+			o := framework.ControllerOptions(testNS, "ingress-manager")
 			rec := &errorRecorder{TB: t}
 			t.Cleanup(rec.runCleanups)
-			m := framework.StartManager(rec, framework.AsServiceAccount(cfg, ns, name), o)
+			m := framework.StartManager(rec, framework.AsServiceAccount(framework.AdminConfig(), ns, name), o)
 
 			svc := &corev1.Service{
 				ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "web", Annotations: map[string]string{"ingress/http": "nginx"}},
@@ -783,7 +775,7 @@ func TestMissingVerbFailsTheTests(t *testing.T) {
 				t.Fatal(err)
 			}
 			request := fmt.Sprintf(tc.request, testNS)
-			framework.Eventually(t, timeout, "the Ingress write to be refused", func(context.Context) (bool, error) {
+			framework.Eventually(t, framework.Timeout, "the Ingress write to be refused", func(context.Context) (bool, error) {
 				logs := m.Logs()
 				return slices.Contains(m.Forbidden(), request) && strings.Contains(logs, "is forbidden") && strings.Contains(logs, tc.log), nil
 			})
@@ -796,11 +788,9 @@ func TestMissingVerbFailsTheTests(t *testing.T) {
 			}
 
 			// The manifest's rules: the same Service converges.
-			o = framework.Options()
-			o.Controllers = []string{"ingress-manager"}
-			o.Namespace = testNS
-			full := framework.StartManager(t, cfg, o)
-			framework.Eventually(t, timeout, "the Ingress with the manifest's rules", func(ctx context.Context) (bool, error) {
+			o = framework.ControllerOptions(testNS, "ingress-manager")
+			full := framework.StartManager(t, framework.AdminConfig(), o)
+			framework.Eventually(t, framework.Timeout, "the Ingress with the manifest's rules", func(ctx context.Context) (bool, error) {
 				_, err := client.NetworkingV1().Ingresses(testNS).Get(ctx, "web", metav1.GetOptions{})
 				return err == nil, nil
 			})

@@ -38,12 +38,9 @@ func str(s string) *string { return &s }
 func TestWatchBlackholed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, kube)
+	kube, ns := framework.Setup(t)
 	p := newProxy(t, cfg)
-	o := framework.Options()
-	o.Controllers = []string{"ingress-manager"}
-	o.Namespace = ns
+	o := framework.ControllerOptions(ns, "ingress-manager")
 	m := framework.StartManager(t, p.config(cfg), o)
 	check := settled{kube: kube, ns: ns, logs: []func() string{m.Logs}}
 

@@ -99,9 +99,7 @@ func TestModelIngressManager(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	md := &model{t: t, rnd: rand.New(rand.NewPCG(seed, 0)), kube: kube, ns: framework.CreateNamespace(t, kube),
 		svcs: map[string]*corev1.Service{}, foreign: map[string]foreignIngress{}, counts: map[string]int{}}
-	md.opts = framework.Options()
-	md.opts.Controllers = []string{"ingress-manager"}
-	md.opts.Namespace = md.ns
+	md.opts = framework.ControllerOptions(md.ns, "ingress-manager")
 	md.m = framework.StartManager(t, cfg, md.opts)
 	var managers []*framework.Manager
 	managers = append(managers, md.m)

@@ -46,9 +46,7 @@ func TestNeutronFaults(t *testing.T) {
 	ns := framework.CreateNamespace(t, kube)
 	cloud := newCloud(t)
 	backend := cloud.backend()
-	o := framework.Options()
-	o.Controllers = []string{"network"}
-	o.Namespace = ns
+	o := framework.ControllerOptions(ns, "network")
 	o.NetworkBackend = backend
 	m := framework.StartManager(t, cfg, o)
 	check := settled{kube: kube, sample: sample, ns: ns, backend: cloud.state(), logs: []func() string{m.Logs}}

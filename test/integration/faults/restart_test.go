@@ -13,7 +13,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -92,20 +91,9 @@ func (cp *controlPlane) start(t *testing.T) {
 // RBAC to the control plane, as framework.Main does to the package's.
 func (cp *controlPlane) installManagerRBAC(t *testing.T) {
 	t.Helper()
-	objs, err := framework.Manifests()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rbac []*unstructured.Unstructured
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			rbac = append(rbac, o)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := framework.Apply(ctx, cp.cfg, rbac, false); err != nil {
+	if err := framework.InstallManagerRBAC(ctx, cp.cfg); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,22 +127,18 @@ func (g *gate) wait(ctx context.Context) {
 // wrap holds cfg's matching requests at the gate, and records when the
 // API server answered 403 Forbidden.
 func (g *gate) wrap(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if g.matches(req) {
-				g.wait(req.Context())
-			}
-			resp, err := rt.RoundTrip(req)
-			if err == nil && resp.StatusCode == http.StatusForbidden {
-				g.mu.Lock()
-				g.forbidden = append(g.forbidden, time.Now())
-				g.mu.Unlock()
-			}
-			return resp, err
-		})
-	}
-	return c
+	return framework.Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if g.matches(req) {
+			g.wait(req.Context())
+		}
+		resp, err := next.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			g.mu.Lock()
+			g.forbidden = append(g.forbidden, time.Now())
+			g.mu.Unlock()
+		}
+		return resp, err
+	})
 }
 
 // forbiddenAfter returns how many 403 answers came after t.
@@ -168,10 +152,6 @@ func (g *gate) forbiddenAfter(t time.Time) (after, all int) {
 	}
 	return after, len(g.forbidden)
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestControlPlaneRestartMidConvergence: kube-apiserver and etcd stop and
 // start again (same data, certificates and address) while the manager is
@@ -215,9 +195,7 @@ func TestControlPlaneRestartMidConvergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := framework.Options()
-	o.Controllers = []string{"ingress-manager", "network"}
-	o.Namespace = ns
+	o := framework.ControllerOptions(ns, "ingress-manager", "network")
 	o.NetworkBackend = mem
 	m := framework.StartManager(t, ingressGate.wrap(framework.AsServiceAccount(cp.cfg, saNS, saName)), o)
 

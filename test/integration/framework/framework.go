@@ -84,18 +84,24 @@ func dirExists(p string) bool {
 }
 
 // Main starts the control plane, installs the manager's Namespace,
-// ServiceAccount and RBAC from config/default, stores the admin config in
-// *cfg, runs the package's tests and stops the control plane. Call it from
-// TestMain:
+// ServiceAccount and RBAC from config/default, runs the package's tests and
+// stops the control plane. Call it from TestMain:
 //
-//	var cfg *rest.Config
-//	func TestMain(m *testing.M) { framework.Main(m, &cfg) }
-func Main(m *testing.M, cfg **rest.Config) {
-	os.Exit(run(m, cfg, nil))
+//	func TestMain(m *testing.M) { framework.Main(m) }
+//
+// The tests reach the control plane through AdminConfig.
+func Main(m *testing.M) {
+	var cfg *rest.Config
+	os.Exit(run(m, &cfg, nil))
 }
 
-// Run is Main without the exit: it returns the exit code, for a TestMain
-// that has more to clean up afterwards.
+// AdminConfig returns a copy of the control plane's admin (system:masters)
+// config, once Main (or Run, RunWith) started it.
+func AdminConfig() *rest.Config { return rest.CopyConfig(adminConfig) }
+
+// Run is Main without the exit, storing the admin config in *cfg: it
+// returns the exit code, for a TestMain that has more to clean up
+// afterwards.
 func Run(m *testing.M, cfg **rest.Config) int {
 	return run(m, cfg, nil)
 }

@@ -53,7 +53,7 @@ func NewLogger(t testing.TB) klog.Logger {
 // possibly wrapped) impersonates it, unless cfg already impersonates someone
 // (AsServiceAccount). With leader election in another namespace than the
 // manifest's, the manifest's Role and RoleBinding for the Lease are copied
-// into o.LeaderElectNamespace first. Any request of the manager that the API
+// into o.LeaderElection.ResourceNamespace first. Any request of the manager that the API
 // server refuses with 403 Forbidden (a permission config/rbac lacks) fails
 // the test when the manager stops, unless the test calls ExpectForbidden.
 func StartManager(t testing.TB, cfg *rest.Config, o *app.Options) *Manager {
@@ -92,10 +92,10 @@ func StartManager(t testing.TB, cfg *rest.Config, o *app.Options) *Manager {
 // (unless cfg impersonates someone already) and, with leader election,
 // grants the account the manifest's Lease rules in the Lease's namespace.
 func managerConfig(cfg *rest.Config, o *app.Options) (*rest.Config, error) {
-	if o.LeaderElect {
+	if o.LeaderElection.LeaderElect {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := grantLeaseAccess(ctx, setupConfig(cfg), o.LeaderElectNamespace); err != nil {
+		if err := grantLeaseAccess(ctx, setupConfig(cfg), o.LeaderElection.ResourceNamespace); err != nil {
 			return nil, err
 		}
 	}

@@ -24,45 +24,25 @@ import (
 const testGatewayController = "example.com/test-gateway-controller"
 
 func (e *env) gateway() gatewayclient.Interface {
-	return gatewayclient.NewForConfigOrDie(framework.Config(cfg))
+	return gatewayclient.NewForConfigOrDie(framework.Config(framework.AdminConfig()))
 }
 
 // waitRoute waits until the HTTPRoute name exists and check accepts it.
 func (e *env) waitRoute(name, what string, check func(*gatewayv1.HTTPRoute) error) *gatewayv1.HTTPRoute {
 	e.t.Helper()
-	var route *gatewayv1.HTTPRoute
-	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
-		var err error
-		route, err = e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if check != nil {
-			if err := check(route); err != nil {
-				return false, err
-			}
-		}
-		return true, nil
-	})
-	return route
+	return framework.WaitHTTPRoute(e.t, e.gateway(), e.ns, name, what, check)
 }
 
 func (e *env) waitNoRoute(name, what string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
-		_, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	framework.WaitNoHTTPRoute(e.t, e.gateway(), e.ns, name, what)
 }
 
 // setRouteCondition writes the route's status for Gateway gw (in the test
 // namespace) as a Gateway controller would: Accepted and ResolvedRefs.
 func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, reason, message string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.t, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
 		route, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -85,7 +65,7 @@ func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, r
 // Ingress controller does once it serves it.
 func (e *env) setIngressAddress(name string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, "writing the status of Ingress "+name, func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.t, framework.Timeout, "writing the status of Ingress "+name, func(ctx context.Context) (bool, error) {
 		ing, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -109,7 +89,7 @@ func (e *env) ingressExists(name string) bool {
 // declaration order), and removes the HTTPRoute CRD in any case: a cluster
 // without the Gateway API.
 func TestGatewayAPIInstalledLater(t *testing.T) {
-	if err := framework.RemoveHTTPRoutes(context.Background(), cfg); err != nil {
+	if err := framework.RemoveHTTPRoutes(context.Background(), framework.AdminConfig()); err != nil {
 		t.Fatal(err)
 	}
 	e := setup(t, func(o *app.Options) {
@@ -120,7 +100,7 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 	e.waitIngress("web", "an Ingress while the Gateway API is not served", nil)
 	e.waitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
 
-	if err := framework.InstallGatewayAPI(cfg); err != nil {
+	if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
 		t.Fatal(err)
 	}
 	e.waitRoute("web", "the HTTPRoute, once the Gateway API is served, without a restart", nil)
@@ -166,7 +146,7 @@ func TestRouteForAnnotatedService(t *testing.T) {
 	}
 
 	// Drift is repaired, and a field of someone else is kept.
-	framework.Eventually(t, timeout, "changing the route", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "changing the route", func(ctx context.Context) (bool, error) {
 		r, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, "my-nginx", metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -18,18 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-var cfg *rest.Config
-
-func TestMain(m *testing.M) { framework.Main(m, &cfg) }
-
-const timeout = 30 * time.Second
+func TestMain(m *testing.M) { framework.Main(m) }
 
 type env struct {
 	t      *testing.T
@@ -43,25 +38,23 @@ type env struct {
 // setup creates a namespace and runs a manager with only ingress-manager,
 // scoped to it, whose requests are counted.
 func setup(t *testing.T, mutate ...func(*app.Options)) *env {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	e := &env{t: t, ctx: context.Background(), client: client, ns: framework.CreateNamespace(t, client)}
+	client, ns := framework.Setup(t)
+	e := &env{t: t, ctx: context.Background(), client: client, ns: ns}
 	e.start(mutate...)
 	return e
 }
 
 func (e *env) start(mutate ...func(*app.Options)) {
-	o := framework.Options()
-	o.Controllers = []string{"ingress-manager"}
-	o.Namespace = e.ns
+	o := framework.ControllerOptions(e.ns, "ingress-manager")
 	for _, f := range mutate {
 		f(o)
 	}
-	c, counter := framework.CountRequests(cfg)
+	c, counter := framework.CountRequests(framework.AdminConfig())
 	e.writes = counter
 	e.m = framework.StartManager(e.t, c, o)
 }
 
-// seedService is the seed's my-nginx Service.
+// seedService is the README's my-nginx Service.
 func seedService(ns, name string, annotations map[string]string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}, Annotations: annotations},
@@ -84,55 +77,18 @@ func (e *env) createService(svc *corev1.Service) *corev1.Service {
 // annotate sets (value non-nil) or removes (nil) Service annotations.
 func (e *env) annotate(name string, ann map[string]*string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, "annotating "+name, func(ctx context.Context) (bool, error) {
-		svc, err := e.client.CoreV1().Services(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if svc.Annotations == nil {
-			svc.Annotations = map[string]string{}
-		}
-		for k, v := range ann {
-			if v == nil {
-				delete(svc.Annotations, k)
-			} else {
-				svc.Annotations[k] = *v
-			}
-		}
-		_, err = e.client.CoreV1().Services(e.ns).Update(ctx, svc, metav1.UpdateOptions{})
-		return err == nil, err
-	})
+	framework.Annotate(e.t, e.client, e.ns, name, ann)
 }
 
 // waitIngress waits until the Ingress name exists and check accepts it.
 func (e *env) waitIngress(name, what string, check func(*networkingv1.Ingress) error) *networkingv1.Ingress {
 	e.t.Helper()
-	var ing *networkingv1.Ingress
-	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
-		var err error
-		ing, err = e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if check != nil {
-			if err := check(ing); err != nil {
-				return false, err
-			}
-		}
-		return true, nil
-	})
-	return ing
+	return framework.WaitIngress(e.t, e.client, e.ns, name, what, check)
 }
 
 func (e *env) waitNoIngress(name, what string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
-		_, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	framework.WaitNoIngress(e.t, e.client, e.ns, name, what)
 }
 
 // waitEvent waits for an Event of reason on the Service name whose message
@@ -140,7 +96,7 @@ func (e *env) waitNoIngress(name, what string) {
 func (e *env) waitEvent(name, eventType, reason, msg string) *corev1.Event {
 	e.t.Helper()
 	var found *corev1.Event
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.t, framework.Timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
 		list, err := e.client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -162,7 +118,7 @@ func (e *env) waitEvent(name, eventType, reason, msg string) *corev1.Event {
 func (e *env) waitSynced(name string, n int) {
 	e.t.Helper()
 	key := fmt.Sprintf(`key="%s/%s"`, e.ns, name)
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%d syncs of %s", n, name), func(context.Context) (bool, error) {
+	framework.Eventually(e.t, framework.Timeout, fmt.Sprintf("%d syncs of %s", n, name), func(context.Context) (bool, error) {
 		count := 0
 		for _, line := range strings.Split(e.m.Logs(), "\n") {
 			if strings.HasPrefix(line, "INFO Synced ") && strings.Contains(line, key) && strings.Contains(line, `controller="ingress-manager"`) {
@@ -529,7 +485,7 @@ func TestRestartWhenConvergedWritesNothing(t *testing.T) {
 		e.createService(seedService(e.ns, fmt.Sprintf("svc-%d", i), map[string]string{"ingress/http": "nginx"}))
 	}
 	// Converge, counting writes: exactly one per Ingress.
-	framework.Eventually(t, timeout, fmt.Sprintf("%d Ingresses", n), func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, fmt.Sprintf("%d Ingresses", n), func(ctx context.Context) (bool, error) {
 		list, err := e.client.NetworkingV1().Ingresses(e.ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == n, err
 	})
@@ -574,43 +530,36 @@ func TestResyncWritesNothing(t *testing.T) {
 // create reaches the API server: the controller must not take it over (an
 // apply would have merged into it without a conflict; a create fails).
 func TestForeignIngressAppearingDuringCreateIsLeftAlone(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
+	client, ns := framework.Setup(t)
 	var raced atomic.Bool
-	c := rest.CopyConfig(cfg)
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/ingresses") && raced.CompareAndSwap(false, true) {
-				// Someone else creates the very Ingress the controller is about to create.
-				foreign := &networkingv1.Ingress{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-					Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
-						Host: "example.com",
-						IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-							Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
-								Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-									Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
-						}},
-					}}},
-				}
-				if _, err := client.NetworkingV1().Ingresses(ns).Create(req.Context(), foreign, metav1.CreateOptions{FieldManager: "someone-else"}); err != nil {
-					return nil, err
-				}
+	c := framework.Intercept(framework.AdminConfig(), func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/ingresses") && raced.CompareAndSwap(false, true) {
+			// Someone else creates the very Ingress the controller is about to create.
+			foreign := &networkingv1.Ingress{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
+					Host: "example.com",
+					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+						Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
+							Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+								Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
+					}},
+				}}},
 			}
-			return rt.RoundTrip(req)
-		})
-	}
-	o := framework.Options()
-	o.Controllers = []string{"ingress-manager"}
-	o.Namespace = ns
-	m := framework.StartManager(t, c, o)
+			if _, err := client.NetworkingV1().Ingresses(ns).Create(req.Context(), foreign, metav1.CreateOptions{FieldManager: "someone-else"}); err != nil {
+				return nil, err
+			}
+		}
+		return next.RoundTrip(req)
+	})
+	m := framework.StartManager(t, c, framework.ControllerOptions(ns, "ingress-manager"))
 	e := &env{t: t, ctx: context.Background(), client: client, ns: ns, m: m}
 	e.createService(seedService(ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "is not controlled by this Service")
 	if !raced.Load() {
 		t.Fatal("the race was not exercised")
 	}
-	framework.Eventually(t, timeout, "the foreign Ingress to be left as its creator made it", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "the foreign Ingress to be left as its creator made it", func(ctx context.Context) (bool, error) {
 		ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -626,7 +575,3 @@ func TestForeignIngressAppearingDuringCreateIsLeftAlone(t *testing.T) {
 		return true, nil
 	})
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -16,29 +16,22 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-var cfg *rest.Config
-
-func TestMain(m *testing.M) { framework.Main(m, &cfg) }
-
-const timeout = 30 * time.Second
+func TestMain(m *testing.M) { framework.Main(m) }
 
 func leaderOptions(ns, id string) *app.Options {
-	o := framework.Options()
-	o.Controllers = []string{"pod-logger"}
-	o.Namespace = ns
-	o.LeaderElect = true
-	o.LeaderElectNamespace = ns
+	o := framework.ControllerOptions(ns, "pod-logger")
+	o.LeaderElection.LeaderElect = true
+	o.LeaderElection.ResourceNamespace = ns
 	o.LeaderElectIdentity = id
-	o.LeaseDuration = 3 * time.Second
-	o.RenewDeadline = 2 * time.Second
-	o.RetryPeriod = 200 * time.Millisecond
+	o.LeaderElection.LeaseDuration.Duration = 3 * time.Second
+	o.LeaderElection.RenewDeadline.Duration = 2 * time.Second
+	o.LeaderElection.RetryPeriod.Duration = 200 * time.Millisecond
 	return o
 }
 
@@ -65,18 +58,17 @@ func get(addr, path string) (int, string, error) {
 }
 
 func TestLeaderElectionFailover(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
+	client, ns := framework.Setup(t)
 	ctx := context.Background()
 
-	a := framework.StartManager(t, cfg, leaderOptions(ns, "manager-a"))
-	framework.Eventually(t, timeout, "manager-a to lead", func(ctx context.Context) (bool, error) {
+	a := framework.StartManager(t, framework.AdminConfig(), leaderOptions(ns, "manager-a"))
+	framework.Eventually(t, framework.Timeout, "manager-a to lead", func(ctx context.Context) (bool, error) {
 		return holder(ctx, client, ns) == "manager-a" && a.CountLogs("Became leader") == 1, nil
 	})
 
-	b := framework.StartManager(t, cfg, leaderOptions(ns, "manager-b"))
+	b := framework.StartManager(t, framework.AdminConfig(), leaderOptions(ns, "manager-b"))
 	// The standby becomes ready (warm caches) without leading.
-	framework.Eventually(t, timeout, "manager-b to be ready as a standby", func(context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "manager-b to be ready as a standby", func(context.Context) (bool, error) {
 		code, _, err := get(b.HealthAddress(), "/readyz")
 		return code == http.StatusOK, err
 	})
@@ -87,7 +79,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	}
 	renewals := 0
 	last := first.Spec.RenewTime.Time
-	framework.Eventually(t, timeout, "two renewals by manager-a", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "two renewals by manager-a", func(ctx context.Context) (bool, error) {
 		l, err := lease(ctx, client, ns)
 		if err != nil {
 			return false, err
@@ -113,7 +105,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 		t.Fatalf("manager-a stopped with %v, want a clean stop", err)
 	}
 	stopped := time.Now()
-	framework.Eventually(t, timeout, "manager-b to take over", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "manager-b to take over", func(ctx context.Context) (bool, error) {
 		return holder(ctx, client, ns) == "manager-b" && b.CountLogs("Became leader") == 1, nil
 	})
 	takeover := time.Since(stopped)
@@ -124,17 +116,16 @@ func TestLeaderElectionFailover(t *testing.T) {
 }
 
 func TestLostLeaseStopsControllersAndFails(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
-	a := framework.StartManager(t, cfg, leaderOptions(ns, "manager-a"))
+	client, ns := framework.Setup(t)
+	a := framework.StartManager(t, framework.AdminConfig(), leaderOptions(ns, "manager-a"))
 	a.ExpectError()
-	framework.Eventually(t, timeout, "manager-a to lead", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "manager-a to lead", func(ctx context.Context) (bool, error) {
 		return a.CountLogs("Became leader") == 1, nil
 	})
 
 	// Another party takes the lease over (as after a network partition in
 	// which the lease expired): manager-a can no longer renew.
-	framework.Eventually(t, timeout, "the lease to be stolen", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "the lease to be stolen", func(ctx context.Context) (bool, error) {
 		l, err := lease(ctx, client, ns)
 		if err != nil {
 			return false, err
@@ -148,7 +139,7 @@ func TestLostLeaseStopsControllersAndFails(t *testing.T) {
 
 	select {
 	case <-a.Done():
-	case <-time.After(timeout):
+	case <-time.After(framework.Timeout):
 		t.Fatal("manager-a kept running after losing its lease")
 	}
 	if err := a.Err(); !errors.Is(err, app.ErrLeaderElectionLost) {
@@ -163,32 +154,26 @@ func TestLostLeaseStopsControllersAndFails(t *testing.T) {
 }
 
 func TestReadyOnlyAfterCachesSync(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
+	_, ns := framework.Setup(t)
 
 	// Hold every Pod LIST and WATCH until the test lets them through, so that
 	// the informer cannot sync (client-go may stream the initial list over a
 	// watch instead of listing).
 	gate := make(chan struct{})
-	c := rest.CopyConfig(cfg)
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") {
-				select {
-				case <-gate:
-				case <-req.Context().Done():
-					return nil, req.Context().Err()
-				}
+	c := framework.Intercept(framework.AdminConfig(), func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") {
+			select {
+			case <-gate:
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
 			}
-			return rt.RoundTrip(req)
-		})
-	}
-	o := framework.Options()
-	o.Controllers = []string{"pod-logger"}
-	o.Namespace = ns
+		}
+		return next.RoundTrip(req)
+	})
+	o := framework.ControllerOptions(ns, "pod-logger")
 	m := framework.StartManager(t, c, o)
 
-	framework.Eventually(t, timeout, "/readyz to answer 503 while the caches are not synced", func(context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "/readyz to answer 503 while the caches are not synced", func(context.Context) (bool, error) {
 		code, body, err := get(m.HealthAddress(), "/readyz")
 		if err != nil {
 			return false, err // not serving yet
@@ -202,30 +187,25 @@ func TestReadyOnlyAfterCachesSync(t *testing.T) {
 		t.Errorf("/healthz = %d, %v; want 200 while waiting for caches", code, err)
 	}
 	close(gate)
-	framework.Eventually(t, timeout, "/readyz to answer 200 after sync", func(context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "/readyz to answer 200 after sync", func(context.Context) (bool, error) {
 		code, _, err := get(m.HealthAddress(), "/readyz")
 		return code == http.StatusOK, err
 	})
 }
 
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 func TestMetricsAndCleanShutdown(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
+	client, ns := framework.Setup(t)
 	o := leaderOptions(ns, "manager-m")
 	o.MetricsBindAddress = "127.0.0.1:0"
 	o.MetricsSecure = false // the secure server is tested in test/integration/metrics
-	m := framework.StartManager(t, cfg, o)
-	framework.Eventually(t, timeout, "the manager to lead", func(context.Context) (bool, error) {
+	m := framework.StartManager(t, framework.AdminConfig(), o)
+	framework.Eventually(t, framework.Timeout, "the manager to lead", func(context.Context) (bool, error) {
 		return m.CountLogs("Became leader") == 1, nil
 	})
 	if _, err := client.CoreV1().Pods(ns).Create(context.Background(), podlessPod(ns), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "metrics of the pod-logger", func(context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "metrics of the pod-logger", func(context.Context) (bool, error) {
 		code, body, err := get(m.MetricsAddress(), "/metrics")
 		if err != nil || code != http.StatusOK {
 			return false, err
@@ -270,24 +250,18 @@ func podlessPod(ns string) *corev1.Pod {
 // TestShutdownDrainsInFlightWork: SIGTERM (context cancel) while a sync is
 // in the middle of its API write: the write completes, then Run returns nil.
 func TestShutdownDrainsInFlightWork(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
+	client, ns := framework.Setup(t)
 
 	inFlight := make(chan struct{})
 	release := make(chan struct{})
-	c := rest.CopyConfig(cfg)
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/ingresses") {
-				close(inFlight)
-				<-release // no context: the write must not be cancelled by the shutdown
-			}
-			return rt.RoundTrip(req)
-		})
-	}
-	o := framework.Options()
-	o.Controllers = []string{"ingress-manager"}
-	o.Namespace = ns
+	c := framework.Intercept(framework.AdminConfig(), func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/ingresses") {
+			close(inFlight)
+			<-release // no context: the write must not be cancelled by the shutdown
+		}
+		return next.RoundTrip(req)
+	})
+	o := framework.ControllerOptions(ns, "ingress-manager")
 	m := framework.StartManager(t, c, o)
 
 	svc := &corev1.Service{
@@ -299,12 +273,12 @@ func TestShutdownDrainsInFlightWork(t *testing.T) {
 	}
 	select {
 	case <-inFlight:
-	case <-time.After(timeout):
+	case <-time.After(framework.Timeout):
 		t.Fatal("no Ingress create was sent")
 	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- m.Stop() }()
-	framework.Eventually(t, timeout, "the shutdown to start", func(context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "the shutdown to start", func(context.Context) (bool, error) {
 		return m.CountLogs("Shutting down: waiting for in-flight work") > 0, nil
 	})
 	select {

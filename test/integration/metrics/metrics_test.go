@@ -31,11 +31,7 @@ import (
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-var cfg *rest.Config
-
-func TestMain(m *testing.M) { framework.Main(m, &cfg) }
-
-const timeout = 30 * time.Second
+func TestMain(m *testing.M) { framework.Main(m) }
 
 // metricsReaderRole returns config/default's ClusterRole that grants GET
 // /metrics (Main has applied it).
@@ -84,7 +80,7 @@ func serviceAccountToken(t *testing.T, client kubernetes.Interface, ns, name str
 		}
 		us = append(us, &unstructured.Unstructured{Object: m})
 	}
-	if err := framework.Apply(ctx, cfg, us, false); err != nil {
+	if err := framework.Apply(ctx, framework.AdminConfig(), us, false); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
@@ -139,9 +135,7 @@ func scrape(ctx context.Context, client *http.Client, url, token string) (int, s
 
 func startManager(t *testing.T, c *rest.Config, ns string, mutate func(*app.Options)) *framework.Manager {
 	t.Helper()
-	o := framework.Options()
-	o.Controllers = []string{"pod-logger"}
-	o.Namespace = ns
+	o := framework.ControllerOptions(ns, "pod-logger")
 	o.MetricsBindAddress = "127.0.0.1:0"
 	o.MetricsSecure = true
 	if mutate != nil {
@@ -154,18 +148,17 @@ func startManager(t *testing.T, c *rest.Config, ns string, mutate func(*app.Opti
 // ServiceAccounts: only a token whose account is bound to the metrics-reader
 // ClusterRole gets the metrics.
 func TestSecureMetrics(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
+	client, ns := framework.Setup(t)
 	readerToken := serviceAccountToken(t, client, ns, "prometheus", metricsReaderRole(t))
 	otherToken := serviceAccountToken(t, client, ns, "someone-else", nil)
 
 	certFile, keyFile, roots := servingCert(t)
-	managerCfg, reviews := framework.CountRequests(cfg)
+	managerCfg, reviews := framework.CountRequests(framework.AdminConfig())
 	m := startManager(t, managerCfg, ns, func(o *app.Options) { o.TLSCertFile, o.TLSPrivateKeyFile = certFile, keyFile })
 	url := "https://" + m.MetricsAddress() + "/metrics"
 	// The certificate is verified: it is the one given by the flags.
 	httpsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "controller-manager-test"}}}
-	framework.Eventually(t, timeout, "the manager's caches to sync", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "the manager's caches to sync", func(ctx context.Context) (bool, error) {
 		code, _, err := scrape(ctx, http.DefaultClient, "http://"+m.HealthAddress()+"/readyz", "")
 		return code == http.StatusOK, err
 	})
@@ -182,7 +175,7 @@ func TestSecureMetrics(t *testing.T) {
 		{"an account bound to the metrics-reader role gets the metrics", readerToken, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
 			defer cancel()
 			code, body, err := scrape(ctx, httpsClient, url, tc.token)
 			if err != nil {
@@ -205,7 +198,7 @@ func TestSecureMetrics(t *testing.T) {
 	}
 
 	t.Run("plain HTTP to the TLS port gets no metrics", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
 		defer cancel()
 		code, body, err := scrape(ctx, http.DefaultClient, "http://"+m.MetricsAddress()+"/metrics", readerToken)
 		if err == nil && (code == http.StatusOK || strings.Contains(body, "workqueue_")) {
@@ -220,7 +213,7 @@ func TestSecureMetrics(t *testing.T) {
 		// following ones, none.
 		token := serviceAccountToken(t, client, ns, "prometheus", nil)
 		reviews.Reset()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
 		defer cancel()
 		for i := range 5 {
 			code, _, err := scrape(ctx, httpsClient, url, token)
@@ -235,7 +228,7 @@ func TestSecureMetrics(t *testing.T) {
 	})
 
 	t.Run("the health server stays plain HTTP without authentication", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
 		defer cancel()
 		for _, path := range []string{"/healthz", "/readyz"} {
 			code, body, err := scrape(ctx, http.DefaultClient, "http://"+m.HealthAddress()+path, "")
@@ -250,15 +243,14 @@ func TestSecureMetrics(t *testing.T) {
 // HTTPS with a certificate it generates, says so in its log, and still
 // requires a token.
 func TestSelfSignedCertificate(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
+	client, ns := framework.Setup(t)
 	readerToken := serviceAccountToken(t, client, ns, "prometheus", metricsReaderRole(t))
-	m := startManager(t, cfg, ns, nil)
+	m := startManager(t, framework.AdminConfig(), ns, nil)
 	if m.CountLogs("self-signed certificate") != 1 {
 		t.Errorf("the log does not say the certificate is self-signed:\n%s", m.Logs())
 	}
 	url := "https://" + m.MetricsAddress() + "/metrics"
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
 	defer cancel()
 
 	// Not signed by a CA the system trusts.
@@ -291,7 +283,7 @@ func TestInvalidCertificateFiles(t *testing.T) {
 			o.Controllers = []string{"pod-logger"}
 			o.MetricsBindAddress = "127.0.0.1:0"
 			o.TLSCertFile, o.TLSPrivateKeyFile = tc.cert, tc.key
-			_, err := app.NewManager(context.Background(), o, cfg)
+			_, err := app.NewManager(context.Background(), o, framework.AdminConfig())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("NewManager: err = %v, want one naming %s", err, tc.want)
 			}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
@@ -37,9 +36,7 @@ import (
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-var cfg *rest.Config
-
-func TestMain(m *testing.M) { framework.Main(m, &cfg) }
+func TestMain(m *testing.M) { framework.Main(m) }
 
 // timeout bounds every wait. Real Neutron shares one API worker with every
 // test package running at once, and a request of it can take its whole
@@ -57,28 +54,31 @@ type env struct {
 	writes  *framework.RequestCounter
 }
 
+// newEnv gives the test a namespace of its own and clients.
+func newEnv(t *testing.T) *env {
+	kube, ns := framework.Setup(t)
+	return &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(framework.AdminConfig())), ns: ns}
+}
+
 func setup(t *testing.T, backend network.Backend, mutate ...func(*app.Options)) *env {
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
-		ns: framework.CreateNamespace(t, kube), backend: backend}
+	e := newEnv(t)
+	e.backend = backend
 	e.start(mutate...)
 	return e
 }
 
 func (e *env) start(mutate ...func(*app.Options)) {
-	o := framework.Options()
-	o.Controllers = []string{"network"}
-	o.Namespace = e.ns
+	o := framework.ControllerOptions(e.ns, "network")
 	o.NetworkBackend = e.backend
 	for _, f := range mutate {
 		f(o)
 	}
-	c, counter := framework.CountRequests(cfg)
+	c, counter := framework.CountRequests(framework.AdminConfig())
 	e.writes = counter
 	e.m = framework.StartManager(e.t, c, o)
 }
 
-// seedNetwork is config/samples/network.yaml, the seed's example, unchanged.
+// seedNetwork is config/samples/network.yaml, the documented example, unchanged.
 func seedNetwork(t *testing.T) *samplecrdv1.Network {
 	root, err := framework.RepoRoot()
 	if err != nil {
@@ -311,8 +311,9 @@ func TestPermanentErrorWarnsWithoutHotLoop(t *testing.T) {
 func TestOrphansCollectedForeignUntouched(t *testing.T) {
 	mem := memory.New()
 	foreignID := mem.AddForeign("ops-managed", "172.16.0.0/24", "172.16.0.1")
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, kube)
+	e := newEnv(t)
+	e.backend = mem
+	ns := e.ns
 	// An orphan: ours (marked with a UID), but its Network is gone.
 	if _, err := mem.Create(context.Background(), network.Network{UID: "00000000-0000-4000-8000-00000000beef",
 		Namespace: ns, Name: "deleted-long-ago", CIDR: "10.9.0.0/24", Gateway: "10.9.0.1"}); err != nil {
@@ -323,7 +324,6 @@ func TestOrphansCollectedForeignUntouched(t *testing.T) {
 		Namespace: "other-namespace", Name: "theirs", CIDR: "10.8.0.0/24", Gateway: "10.8.0.1"}); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)), ns: ns, backend: mem}
 	e.start()
 	e.create(newNetwork("live", "10.5.0.0/24", "10.5.0.1"))
 	e.waitReady("live", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
@@ -346,9 +346,8 @@ func TestOrphansCollectedForeignUntouched(t *testing.T) {
 }
 
 func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
-	client := versioned.NewForConfigOrDie(framework.Config(cfg))
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, kube)
+	client := versioned.NewForConfigOrDie(framework.Config(framework.AdminConfig()))
+	_, ns := framework.Setup(t)
 	ctx := context.Background()
 	tests := []struct {
 		name, cidr, gateway, want string
@@ -417,9 +416,7 @@ func neutronEnv(t *testing.T) (*env, *neutrontest.Cloud, string) {
 	cloud.SetEnv(t)
 	managedBy := neutrontest.UniqueManagedBy()
 	cloud.CleanupManagedBy(t, managedBy)
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	return &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
-		ns: framework.CreateNamespace(t, kube)}, cloud, managedBy
+	return newEnv(t), cloud, managedBy
 }
 
 // startNeutron starts the manager with --network-backend=neutron (gc: the
@@ -437,7 +434,7 @@ func (e *env) startNeutron(managedBy string, gc time.Duration) {
 
 // TestNeutronBackend runs the manager with --network-backend=neutron,
 // configured from the openrc of the real OpenStack `make test` starts (the
-// controller's user has the member role in its project only): the seed's
+// controller's user has the member role in its project only): the sample
 // Network end to end, a gateway change in place, a restart that writes
 // nothing to Neutron, a delete while the manager is stopped, an orphan
 // collected, and a foreign network of the same name left alone.
@@ -615,22 +612,16 @@ func TestBackendDriftRepaired(t *testing.T) {
 func TestStatusWriteFailureNeverDuplicates(t *testing.T) {
 	mem := memory.New()
 	var failed atomic.Int32
-	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(cfg)),
-		ns: framework.CreateNamespace(t, kube), backend: mem}
-	o := framework.Options()
-	o.Controllers = []string{"network"}
-	o.Namespace = e.ns
+	e := newEnv(t)
+	e.backend = mem
+	o := framework.ControllerOptions(e.ns, "network")
 	o.NetworkBackend = mem
-	c := rest.CopyConfig(cfg)
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/status") && failed.Add(1) <= 3 {
-				return nil, errors.New("injected: connection reset before the status write")
-			}
-			return rt.RoundTrip(req)
-		})
-	}
+	c := framework.Intercept(framework.AdminConfig(), func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/status") && failed.Add(1) <= 3 {
+			return nil, errors.New("injected: connection reset before the status write")
+		}
+		return next.RoundTrip(req)
+	})
 	e.m = framework.StartManager(t, c, o)
 	n := e.create(newNetwork("once", "10.11.0.0/24", "10.11.0.1"))
 	e.waitReady("once", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
@@ -645,10 +636,6 @@ func TestStatusWriteFailureNeverDuplicates(t *testing.T) {
 	}
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // TestWrongCredentialsOneClearError: a wrong OpenStack password stops the
 // manager at start with one error naming Keystone and the user, instead of
 // every Network failing on its own.
@@ -659,7 +646,7 @@ func TestWrongCredentialsOneClearError(t *testing.T) {
 	o := framework.Options()
 	o.Controllers = []string{"network"}
 	o.NetworkBackendName = "neutron"
-	_, err := app.NewManager(context.Background(), o, framework.Config(cfg))
+	_, err := app.NewManager(context.Background(), o, framework.Config(framework.AdminConfig()))
 	if err == nil || !strings.Contains(err.Error(), "authenticating to Keystone v3 at "+cloud.KeystoneURL) ||
 		!strings.Contains(err.Error(), `user "k8s-controller"`) || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("NewManager with a wrong password = %v, want one error naming Keystone, the user and the 401", err)

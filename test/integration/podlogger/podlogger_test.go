@@ -11,18 +11,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-var cfg *rest.Config
-
-func TestMain(m *testing.M) { framework.Main(m, &cfg) }
-
-const timeout = 30 * time.Second
+func TestMain(m *testing.M) { framework.Main(m) }
 
 func newPod(ns, name string) *corev1.Pod {
 	return &corev1.Pod{
@@ -37,7 +31,7 @@ func newPod(ns, name string) *corev1.Pod {
 // every key/value in kv (as rendered by the text logger), n times in all.
 func waitLog(t *testing.T, m *framework.Manager, n int, msg string, kv ...string) {
 	t.Helper()
-	framework.Eventually(t, timeout, fmt.Sprintf("%d log line(s) %q with %q", n, msg, kv), func(context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, fmt.Sprintf("%d log line(s) %q with %q", n, msg, kv), func(context.Context) (bool, error) {
 		return countLines(m, msg, kv...) >= n, nil
 	})
 }
@@ -62,12 +56,9 @@ func countLines(m *framework.Manager, msg string, kv ...string) int {
 }
 
 func TestPodLifecycleIsLogged(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
-	o := framework.Options()
-	o.Controllers = []string{"pod-logger"}
-	o.Namespace = ns
-	m := framework.StartManager(t, cfg, o)
+	client, ns := framework.Setup(t)
+	o := framework.ControllerOptions(ns, "pod-logger")
+	m := framework.StartManager(t, framework.AdminConfig(), o)
 	ctx := context.Background()
 
 	// Add.
@@ -107,13 +98,10 @@ func TestPodLifecycleIsLogged(t *testing.T) {
 }
 
 func TestResyncLogsNothing(t *testing.T) {
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	ns := framework.CreateNamespace(t, client)
-	o := framework.Options()
-	o.Controllers = []string{"pod-logger"}
-	o.Namespace = ns
+	client, ns := framework.Setup(t)
+	o := framework.ControllerOptions(ns, "pod-logger")
 	o.ResyncPeriod = 200 * time.Millisecond
-	m := framework.StartManager(t, cfg, o)
+	m := framework.StartManager(t, framework.AdminConfig(), o)
 	ctx := context.Background()
 
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, newPod(ns, "quiet"), metav1.CreateOptions{}); err != nil {
@@ -121,7 +109,7 @@ func TestResyncLogsNothing(t *testing.T) {
 	}
 	waitLog(t, m, 1, "Sync/Add/Update for Pod quiet")
 	// Let several resyncs of the Pod reach the controller.
-	framework.Eventually(t, timeout, "three resyncs", func(context.Context) (bool, error) {
+	framework.Eventually(t, framework.Timeout, "three resyncs", func(context.Context) (bool, error) {
 		return resyncsSeen(m) >= 3, nil
 	})
 	if n := countLines(m, "Sync/Add/Update for Pod quiet"); n != 1 {
@@ -130,7 +118,7 @@ func TestResyncLogsNothing(t *testing.T) {
 }
 
 // resyncsSeen counts the informer's resync replays the pod-logger received,
-// from the handler's V(4) "resync" trace (see podlogger.New).
+// from the shared handler's V(4) "resync" trace (see controller.Base.UnlessResync).
 func resyncsSeen(m *framework.Manager) int {
-	return m.CountLogs("Ignoring resync of unchanged Pod")
+	return m.CountLogs("Ignoring resync of unchanged object")
 }

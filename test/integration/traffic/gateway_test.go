@@ -112,7 +112,7 @@ func TestGatewayRoute(t *testing.T) {
 
 	// A listener the Gateway does not have: Traefik refuses the route, and
 	// the Service says so with Traefik's reason.
-	e.annotate("web", map[string]*string{"ingress/gateway-listener": ptr.To("nope")})
+	framework.Annotate(t, e.client, e.ns, "web", map[string]*string{"ingress/gateway-listener": ptr.To("nope")})
 	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted", dataplane.GatewayController, "NoMatchingParent")
 }
 
@@ -175,7 +175,7 @@ func TestMoveToGatewayWithoutAGap(t *testing.T) {
 		}
 	}()
 
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	framework.Annotate(t, e.client, e.ns, "web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	// The stream runs on until the Ingress is gone and 20 more requests
 	// went through the Gateway.
 	framework.Eventually(t, timeout, "the Ingress deleted, then 20 requests via the Gateway", func(context.Context) (bool, error) {

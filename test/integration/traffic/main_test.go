@@ -87,8 +87,8 @@ type env struct {
 func setup(t *testing.T, mutate ...func(*app.Options)) *env {
 	t.Helper()
 	dataplane.Require(t)
-	client := kubernetes.NewForConfigOrDie(framework.Config(cfg))
-	e := &env{t: t, root: t, ctx: context.Background(), client: client, ns: framework.CreateNamespace(t, client)}
+	client, ns := framework.Setup(t)
+	e := &env{t: t, root: t, ctx: context.Background(), client: client, ns: ns}
 	e.opts = append([]func(*app.Options){func(o *app.Options) { o.IngressHostTemplate = hostTemplate }}, mutate...)
 	e.start()
 	t.Cleanup(func() {
@@ -103,9 +103,7 @@ func setup(t *testing.T, mutate ...func(*app.Options)) *env {
 }
 
 func (e *env) start() {
-	o := framework.Options()
-	o.Controllers = []string{"ingress-manager"}
-	o.Namespace = e.ns
+	o := framework.ControllerOptions(e.ns, "ingress-manager")
 	for _, f := range e.opts {
 		f(o)
 	}
@@ -142,60 +140,11 @@ func (e *env) webService(name string, ann map[string]string) (*corev1.Service, *
 	return e.service(name, ann, map[string]int32{"http": 80}, map[string]*dataplane.Backend{"http": b}), b
 }
 
-// annotate sets (value non-nil) or removes (nil) Service annotations.
-func (e *env) annotate(name string, ann map[string]*string) {
-	e.t.Helper()
-	framework.Eventually(e.t, timeout, "annotating "+name, func(ctx context.Context) (bool, error) {
-		svc, err := e.client.CoreV1().Services(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if svc.Annotations == nil {
-			svc.Annotations = map[string]string{}
-		}
-		for k, v := range ann {
-			if v == nil {
-				delete(svc.Annotations, k)
-			} else {
-				svc.Annotations[k] = *v
-			}
-		}
-		_, err = e.client.CoreV1().Services(e.ns).Update(ctx, svc, metav1.UpdateOptions{})
-		return err == nil, err
-	})
-}
-
-// waitIngress waits until the Ingress name exists and check accepts it.
-func (e *env) waitIngress(name, what string, check func(*networkingv1.Ingress) error) *networkingv1.Ingress {
-	e.t.Helper()
-	var ing *networkingv1.Ingress
-	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
-		var err error
-		ing, err = e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if check != nil {
-			if err := check(ing); err != nil {
-				return false, err
-			}
-		}
-		return true, nil
-	})
-	return ing
-}
-
 // waitNoIngress waits until the Ingress name is gone.
 func (e *env) waitNoIngress(name, what string) {
 	e.t.Helper()
 	start := time.Now()
-	framework.Eventually(e.t, timeout, what, func(ctx context.Context) (bool, error) {
-		_, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	framework.WaitNoIngress(e.t, e.client, e.ns, name, what)
 	e.t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
 }
 

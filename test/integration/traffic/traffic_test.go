@@ -17,12 +17,12 @@ import (
 	"github.com/kube-sample/controller-manager/test/integration/framework/dataplane"
 )
 
-// TestSeedFlow is the seed's my-nginx Service with the default host:
+// TestSeedFlow is the README's my-nginx Service with the default host:
 // no route before the annotation, a route to its backend after, none once
 // the annotation goes, and a route again after the Ingress is deleted by
 // hand (the controller recreates it).
 func TestSeedFlow(t *testing.T) {
-	// The seed's defaults: host example.com, path / (Prefix), port 80.
+	// The defaults: host example.com, path / (Prefix), port 80.
 	e := setup(t, func(o *app.Options) { o.IngressHostTemplate = "" })
 	svc, _ := e.webService("my-nginx", nil)
 	t.Cleanup(func() {
@@ -43,23 +43,23 @@ func TestSeedFlow(t *testing.T) {
 	}
 	e.noRoute("example.com", "/", "before the annotation")
 
-	e.annotate("my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
+	framework.Annotate(e.t, e.client, e.ns, "my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
 	d := e.waitRoute("example.com", "/", "my-nginx", "annotated ingress/http")
 	t.Logf("annotation -> routable: %v", d)
 	e.route("example.com", "/index.html", "my-nginx", "a path under / (Prefix)")
 
-	e.annotate("my-nginx", map[string]*string{"ingress/http": nil})
+	framework.Annotate(e.t, e.client, e.ns, "my-nginx", map[string]*string{"ingress/http": nil})
 	e.waitNoIngress("my-nginx", "Ingress deleted when the annotation goes")
 	e.waitNoRoute("example.com", "/", "annotation removed")
 
-	e.annotate("my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
+	framework.Annotate(e.t, e.client, e.ns, "my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
 	e.waitRoute("example.com", "/", "my-nginx", "annotation back")
-	first := e.waitIngress("my-nginx", "the Ingress", nil)
+	first := framework.WaitIngress(e.t, e.client, e.ns, "my-nginx", "the Ingress", nil)
 
 	if err := e.client.NetworkingV1().Ingresses(e.ns).Delete(e.ctx, "my-nginx", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitIngress("my-nginx", "the Ingress recreated by the controller", func(ing *networkingv1.Ingress) error {
+	framework.WaitIngress(e.t, e.client, e.ns, "my-nginx", "the Ingress recreated by the controller", func(ing *networkingv1.Ingress) error {
 		if ing.UID == first.UID {
 			return fmt.Errorf("still the deleted Ingress")
 		}
@@ -82,7 +82,7 @@ func TestHost(t *testing.T) {
 		e.noRoute(e.host("exact"), "/", "the default host of the Service")
 
 		moved := "api2." + e.ns + ".example.com"
-		e.annotate("exact", map[string]*string{"ingress/host": ptr.To(moved)})
+		framework.Annotate(e.t, e.client, e.ns, "exact", map[string]*string{"ingress/host": ptr.To(moved)})
 		e.waitRoute(moved, "/", "exact", "ingress/host changed to "+moved)
 		e.noRoute(api, "/", "the former host")
 	})
@@ -111,7 +111,7 @@ func TestPath(t *testing.T) {
 		e.noRoute(h, "/v1x", "/v1x is not under Prefix /v1 (path elements, not characters)")
 		e.noRoute(h, "/", "/ is outside Prefix /v1")
 
-		e.annotate("prefix", map[string]*string{"ingress/path": ptr.To("/v2")})
+		framework.Annotate(e.t, e.client, e.ns, "prefix", map[string]*string{"ingress/path": ptr.To("/v2")})
 		e.waitRoute(h, "/v2/users", "prefix", "ingress/path changed to /v2")
 		e.noRoute(h, "/v1/users", "the former path")
 	})
@@ -124,7 +124,7 @@ func TestPath(t *testing.T) {
 		e.noRoute(h, "/v1/", "a trailing slash under Exact /v1")
 
 		// Exact -> Prefix: the sub-path routes now.
-		e.annotate("exact", map[string]*string{"ingress/path-type": ptr.To("Prefix")})
+		framework.Annotate(e.t, e.client, e.ns, "exact", map[string]*string{"ingress/path-type": ptr.To("Prefix")})
 		e.waitRoute(h, "/v1/users", "exact", "ingress/path-type changed to Prefix")
 	})
 }
@@ -145,13 +145,13 @@ func TestPort(t *testing.T) {
 		e.route(h, "/", "multi-web", "every request to port web, none to admin")
 	}
 
-	e.annotate("multi", map[string]*string{"ingress/port": ptr.To("9090")})
+	framework.Annotate(e.t, e.client, e.ns, "multi", map[string]*string{"ingress/port": ptr.To("9090")})
 	e.waitRoute(h, "/", "multi-admin", "ingress/port 9090 (by number)")
 	for range 3 {
 		e.route(h, "/", "multi-admin", "every request to port 9090, none to web")
 	}
 
-	e.annotate("multi", map[string]*string{"ingress/port": ptr.To("8080")})
+	framework.Annotate(e.t, e.client, e.ns, "multi", map[string]*string{"ingress/port": ptr.To("8080")})
 	e.waitRoute(h, "/", "multi-web", "ingress/port 8080 (by number)")
 }
 
@@ -169,7 +169,7 @@ func TestClass(t *testing.T) {
 	// The other class's Ingress is written first: once the served one
 	// routes, Traefik's configuration holds both.
 	e.webService("unserved", map[string]string{"ingress/http": "true", "ingress/class": "other"})
-	e.waitIngress("unserved", "Ingress of class other", func(ing *networkingv1.Ingress) error {
+	framework.WaitIngress(e.t, e.client, e.ns, "unserved", "Ingress of class other", func(ing *networkingv1.Ingress) error {
 		if ptr.Deref(ing.Spec.IngressClassName, "") != "other" {
 			return fmt.Errorf("class %v", ing.Spec.IngressClassName)
 		}
@@ -179,9 +179,9 @@ func TestClass(t *testing.T) {
 	e.waitRoute(e.host("served"), "/", "served", "ingress/class "+dataplane.IngressClass)
 	e.noRoute(e.host("unserved"), "/", "ingress/class other (not Traefik's)")
 
-	e.annotate("unserved", map[string]*string{"ingress/class": ptr.To(dataplane.IngressClass)})
+	framework.Annotate(e.t, e.client, e.ns, "unserved", map[string]*string{"ingress/class": ptr.To(dataplane.IngressClass)})
 	e.waitRoute(e.host("unserved"), "/", "unserved", "ingress/class changed to "+dataplane.IngressClass)
-	e.annotate("served", map[string]*string{"ingress/class": ptr.To("other")})
+	framework.Annotate(e.t, e.client, e.ns, "served", map[string]*string{"ingress/class": ptr.To("other")})
 	e.waitNoRoute(e.host("served"), "/", "ingress/class changed to other")
 }
 
@@ -219,7 +219,7 @@ func TestTLSSecret(t *testing.T) {
 	})
 	t.Logf("without ingress/tls-secret the certificate is %q", r.Certificate.Subject)
 
-	e.annotate("secure", map[string]*string{"ingress/tls-secret": ptr.To("secure-tls")})
+	framework.Annotate(e.t, e.client, e.ns, "secure", map[string]*string{"ingress/tls-secret": ptr.To("secure-tls")})
 	r = e.waitTLS(h, "ingress/tls-secret secure-tls", func(r dataplane.Response) error {
 		if !ours(r.Certificate) {
 			return fmt.Errorf("certificate %q is not the Secret's", r.Certificate.Subject)
@@ -237,7 +237,7 @@ func TestTLSSecret(t *testing.T) {
 		t.Errorf("SNI %s (not the Secret's host) got the Secret's certificate (%v, err %v)", other, r, err)
 	}
 
-	e.annotate("secure", map[string]*string{"ingress/tls-secret": nil})
+	framework.Annotate(e.t, e.client, e.ns, "secure", map[string]*string{"ingress/tls-secret": nil})
 	e.waitTLS(h, "ingress/tls-secret removed", func(r dataplane.Response) error {
 		if ours(r.Certificate) {
 			return fmt.Errorf("still the Secret's certificate")
@@ -273,7 +273,7 @@ func TestDriftIsRestored(t *testing.T) {
 	e.waitRoute(h, "/app", "drift", "ingress/path /app")
 
 	hijack := func() string {
-		ing := e.waitIngress("drift", "the Ingress", nil)
+		ing := framework.WaitIngress(e.t, e.client, e.ns, "drift", "the Ingress", nil)
 		ing.Spec.Rules[0].HTTP.Paths[0].Path = "/hijacked"
 		out, err := e.client.NetworkingV1().Ingresses(e.ns).Update(e.ctx, ing, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
 		if err != nil {
@@ -282,7 +282,7 @@ func TestDriftIsRestored(t *testing.T) {
 		return out.ResourceVersion
 	}
 	restored := func(editRV string) {
-		e.waitIngress("drift", "the path restored by the controller", func(ing *networkingv1.Ingress) error {
+		framework.WaitIngress(e.t, e.client, e.ns, "drift", "the path restored by the controller", func(ing *networkingv1.Ingress) error {
 			if ing.ResourceVersion == editRV {
 				return fmt.Errorf("still the edited Ingress")
 			}

@@ -205,7 +205,8 @@ func TestInvalidSpec(t *testing.T) {
 	}
 }
 
-// TestLogs checks that every write is logged, like the seed's "Neutron mock".
+// TestLogs checks that every write is logged, so a local run shows what a
+// real backend would have been asked to do.
 func TestLogs(t *testing.T) {
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	ctx := klog.NewContext(context.Background(), logger)

@@ -57,6 +57,11 @@ func ConfigFromEnv(getenv func(string) string) (gophercloud.AuthOptions, gopherc
 		return ao, eo, tlsConfig, nil
 	}
 
+	// The OS_* variables stay ours: gophercloud's clouds package reads only
+	// clouds.yaml (and OS_CLOUD, OS_REGION_NAME, OS_INTERFACE, OS_CACERT),
+	// and openstack.AuthOptionsFromEnv lacks OS_USER_DOMAIN_NAME,
+	// OS_PROJECT_DOMAIN_NAME, OS_REGION_NAME and OS_INTERFACE, which an
+	// openrc sets.
 	authURL := getenv("OS_AUTH_URL")
 	if authURL == "" {
 		return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, ErrNotConfigured

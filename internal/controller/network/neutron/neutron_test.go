@@ -164,10 +164,7 @@ func TestGatewayChangeInsideThePool(t *testing.T) {
 }
 
 func TestServerErrorsAreTransient(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cloud := neutrontest.Get(t)
-	proxy := cloud.NewProxy(t)
-	b := proxy.Backend(t, cloud, neutron.Options{})
+	ctx, cloud, proxy, b := proxied(t, neutron.Options{})
 	ex := example()
 	for _, status := range []int{500, 502, 503, 504, 429} {
 		proxy.FailNext(1, status)
@@ -205,10 +202,7 @@ func TestServerErrorsAreTransient(t *testing.T) {
 }
 
 func TestReauthenticatesWhenTheTokenExpires(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cloud := neutrontest.Get(t)
-	proxy := cloud.NewProxy(t)
-	b := proxy.Backend(t, cloud, neutron.Options{})
+	ctx, _, proxy, b := proxied(t, neutron.Options{})
 	ex := example()
 	if _, err := b.Create(ctx, ex); err != nil {
 		t.Fatal(err)
@@ -366,10 +360,7 @@ func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 }
 
 func TestDownIsTransient(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cloud := neutrontest.Get(t)
-	proxy := cloud.NewProxy(t)
-	b := proxy.Backend(t, cloud, neutron.Options{})
+	ctx, _, proxy, b := proxied(t, neutron.Options{})
 	ex := example()
 	proxy.SetDown(true)
 	for _, call := range []func() error{
@@ -389,10 +380,7 @@ func TestDownIsTransient(t *testing.T) {
 }
 
 func TestLatencyAndTimeout(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cloud := neutrontest.Get(t)
-	proxy := cloud.NewProxy(t)
-	b := proxy.Backend(t, cloud, neutron.Options{RequestTimeout: 15 * time.Second})
+	ctx, _, proxy, b := proxied(t, neutron.Options{RequestTimeout: 15 * time.Second})
 	ex := example()
 	proxy.SetLatency(20 * time.Millisecond)
 	if _, err := b.Get(ctx, ex.UID); !network.IsNotFound(err) {
@@ -413,10 +401,7 @@ func TestLatencyAndTimeout(t *testing.T) {
 // it leaves an untagged network; the next Create adopts it (no duplicate)
 // and Delete finds it.
 func TestInterruptedTagging(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cloud := neutrontest.Get(t)
-	proxy := cloud.NewProxy(t)
-	b := proxy.Backend(t, cloud, neutron.Options{})
+	ctx, cloud, proxy, b := proxied(t, neutron.Options{})
 	member := cloud.Member(t)
 	ex := example()
 	proxy.FailRoute("PUT /v2.0/networks/{id}/tags", http.StatusServiceUnavailable, 1)
@@ -610,4 +595,13 @@ func TestConfiguration(t *testing.T) {
 			t.Fatalf("New with Keystone unreachable = %v", err)
 		}
 	})
+}
+
+// proxied returns a test context, the real OpenStack, a fault proxy in
+// front of its Neutron, and a backend with opts that goes through it.
+func proxied(t *testing.T, opts neutron.Options) (context.Context, *neutrontest.Cloud, *neutrontest.Proxy, *neutron.Backend) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	proxy := cloud.NewProxy(t)
+	return ctx, cloud, proxy, proxy.Backend(t, cloud, opts)
 }
