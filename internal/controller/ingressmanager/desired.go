@@ -567,36 +567,29 @@ func describePorts(ports []corev1.ServicePort) string {
 // class returns the IngressClass name: ingress/class when present (empty:
 // none), else the configured class.
 func (b *Builder) class(ann map[string]string) (string, *Problem) {
-	v, ok := ann[AnnotationClass]
-	if !ok {
+	if _, ok := ann[AnnotationClass]; !ok {
 		return b.ingressClass, nil
 	}
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return "", nil
-	}
-	if why := dnsSubdomainProblem(v); why != "" {
-		return "", &Problem{
-			Annotation: AnnotationClass,
-			Reason:     ReasonInvalidClass,
-			Message: fmt.Sprintf("annotation %s: %s %s%s; set the name of an IngressClass (kubectl get ingressclass), or \"\" for the cluster's default class",
-				AnnotationClass, quote(v), why, lowerHint(v, dnsSubdomainProblem)),
-		}
-	}
-	return v, nil
+	return parseName(ann, AnnotationClass, ReasonInvalidClass,
+		"set the name of an IngressClass (kubectl get ingressclass), or \"\" for the cluster's default class")
 }
 
 func parseTLSSecret(ann map[string]string) (string, *Problem) {
-	v := strings.TrimSpace(ann[AnnotationTLSSecret])
+	return parseName(ann, AnnotationTLSSecret, ReasonInvalidTLSSecret, "set the name of a TLS Secret in the service's namespace")
+}
+
+// parseName returns the value of annotation key, which must name an object
+// (a DNS subdomain) when not empty; fix says how to fix a bad one.
+func parseName(ann map[string]string, key, reason, fix string) (string, *Problem) {
+	v := strings.TrimSpace(ann[key])
 	if v == "" {
 		return "", nil
 	}
 	if why := dnsSubdomainProblem(v); why != "" {
 		return "", &Problem{
-			Annotation: AnnotationTLSSecret,
-			Reason:     ReasonInvalidTLSSecret,
-			Message: fmt.Sprintf("annotation %s: %s %s%s; set the name of a TLS Secret in the service's namespace",
-				AnnotationTLSSecret, quote(v), why, lowerHint(v, dnsSubdomainProblem)),
+			Annotation: key,
+			Reason:     reason,
+			Message:    fmt.Sprintf("annotation %s: %s %s%s; %s", key, quote(v), why, lowerHint(v, dnsSubdomainProblem), fix),
 		}
 	}
 	return v, nil

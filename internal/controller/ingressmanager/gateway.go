@@ -52,9 +52,10 @@ func (g *gatewayAPI) lister() gatewaylisters.HTTPRouteLister {
 	return nil
 }
 
-// served reports whether the API server serves HTTPRoutes in v1.
-func (g *gatewayAPI) served() (bool, error) {
-	list, err := g.discovery.ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String())
+// HTTPRoutesServed reports whether the API server serves HTTPRoutes in
+// gateway.networking.k8s.io/v1, as discovery lists them.
+func HTTPRoutesServed(disc discovery.DiscoveryInterface) (bool, error) {
+	list, err := disc.ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String())
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -75,7 +76,7 @@ func (g *gatewayAPI) served() (bool, error) {
 func (g *gatewayAPI) run(ctx context.Context, installed func()) {
 	logger := klog.FromContext(ctx)
 	for {
-		ok, err := g.served()
+		ok, err := HTTPRoutesServed(g.discovery)
 		switch {
 		case err != nil:
 			logger.Info("Cannot tell whether the Gateway API is served; asking again", "err", err)

@@ -200,19 +200,8 @@ func (b *Builder) DesiredRoute(svc *corev1.Service) (*gatewayv1.HTTPRoute, []str
 }
 
 func parseListener(ann map[string]string) (string, *Problem) {
-	v := strings.TrimSpace(ann[AnnotationGatewayListener])
-	if v == "" {
-		return "", nil
-	}
-	if why := dnsSubdomainProblem(v); why != "" {
-		return "", &Problem{
-			Annotation: AnnotationGatewayListener,
-			Reason:     ReasonInvalidGatewayListener,
-			Message: fmt.Sprintf("annotation %s: %s %s%s; set the name of one of the Gateway's listeners (spec.listeners[].name), or remove it to attach to every listener that allows the route",
-				AnnotationGatewayListener, quote(v), why, lowerHint(v, dnsSubdomainProblem)),
-		}
-	}
-	return v, nil
+	return parseName(ann, AnnotationGatewayListener, ReasonInvalidGatewayListener,
+		"set the name of one of the Gateway's listeners (spec.listeners[].name), or remove it to attach to every listener that allows the route")
 }
 
 // routePathType maps an Ingress path type to an HTTPRoute path match type.

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 )
 
 // gatewayAPIModule is the module whose standard-channel CRDs the control
@@ -87,19 +89,8 @@ func RemoveHTTPRoutes(ctx context.Context, cfg *rest.Config) error {
 		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		list, err := disc.ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String())
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		if err != nil {
-			return false, nil
-		}
-		for _, r := range list.APIResources {
-			if r.Name == "httproutes" {
-				return false, nil
-			}
-		}
-		return true, nil
+		served, err := ingressmanager.HTTPRoutesServed(disc)
+		return err == nil && !served, nil
 	})
 }
 
