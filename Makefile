@@ -36,9 +36,10 @@ build: ## Build bin/controller-manager.
 image: ## Build the container image IMG (docker build; default controller-manager:latest).
 	docker build -t $(IMG) .
 
-.PHONY: manifests
-manifests: ## Print config/default as `kubectl apply -k config/default` applies it (no kustomize needed).
-	@$(GO) run ./hack/render-manifests config/default
+.PHONY: deploy-yaml
+deploy-yaml: ## Print config/default as `kubectl apply -k config/default` applies it (`kubectl kustomize` of the pinned bin/kubectl, built if missing).
+	@hack/build-tools.sh kubectl >&2
+	@$(BIN)/kubectl kustomize config/default
 
 # OPENSTACK=local makes `make run` also start the local Keystone + Neutron
 # (hack/openstack-up.sh) and run the network controller on it.
