@@ -25,7 +25,7 @@ tools: ## Build the pinned kube-apiserver, etcd, controller-gen and traefik into
 	hack/build-tools.sh
 
 .PHONY: kubectl
-kubectl: ## Build bin/kubectl (v1.36.3) to talk to the `make run` cluster.
+kubectl: ## Build bin/kubectl (v1.36.3) to talk to the `make run` cluster and to render config/ (`kubectl kustomize`).
 	hack/build-tools.sh kubectl
 
 .PHONY: build
@@ -61,8 +61,12 @@ run: build ## Run every controller: against KUBECONFIG or ARGS=--kubeconfig=... 
 		exec "$${wrap[@]}" $(BIN)/local-up -- "$${args[@]}" $(ARGS); \
 	fi
 
+.PHONY: manifests
+manifests: ## Regenerate the CRD (config/crd) and the ClusterRole (config/rbac/role.yaml, from the +kubebuilder:rbac markers) with controller-gen.
+	hack/update-codegen.sh manifests
+
 .PHONY: generate
-generate: ## Regenerate clientset, listers, informers, deepcopy and the CRD.
+generate: ## Regenerate clientset, listers, informers, deepcopy, the CRD and the ClusterRole.
 	hack/update-codegen.sh
 
 .PHONY: verify

@@ -214,6 +214,8 @@ func IsControlledBy(ing *networkingv1.Ingress, svc *corev1.Service) bool {
 		ref.UID == svc.UID
 }
 
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=patch
+
 // applyIngress sends ac by server-side apply, as the typed client's Apply
 // does, but without server-side field validation: ac is built from typed Go
 // structs, so it cannot carry unknown or duplicate fields, and validating it

@@ -52,6 +52,9 @@ type podState struct {
 	deleting        bool
 }
 
+// The shared Pod informer, in every namespace.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+
 // New builds the controller on the shared Pod informer.
 func New(ctx context.Context, cctx *controller.Context) *Controller {
 	logger := klog.FromContext(ctx).WithValues("controller", Name)
