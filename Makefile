@@ -25,7 +25,7 @@ tools: ## Build the pinned kube-apiserver, etcd, controller-gen and traefik into
 	hack/build-tools.sh
 
 .PHONY: kubectl
-kubectl: ## Build bin/kubectl (v1.36.3) to talk to the `make run` cluster.
+kubectl: ## Build bin/kubectl (v1.36.3) to talk to the `make run` cluster and to render config/ (`kubectl kustomize`).
 	hack/build-tools.sh kubectl
 
 .PHONY: build
@@ -36,9 +36,10 @@ build: ## Build bin/controller-manager.
 image: ## Build the container image IMG (docker build; default controller-manager:latest).
 	docker build -t $(IMG) .
 
-.PHONY: manifests
-manifests: ## Print config/default as `kubectl apply -k config/default` applies it (no kustomize needed).
-	@$(GO) run ./hack/render-manifests config/default
+.PHONY: deploy-yaml
+deploy-yaml: ## Print config/default as `kubectl apply -k config/default` applies it (`kubectl kustomize` of the pinned bin/kubectl, built if missing).
+	@hack/build-tools.sh kubectl >&2
+	@$(BIN)/kubectl kustomize config/default
 
 # OPENSTACK=local makes `make run` also start the local Keystone + Neutron
 # (hack/openstack-up.sh) and run the network controller on it.
@@ -60,8 +61,12 @@ run: build ## Run every controller: against KUBECONFIG or ARGS=--kubeconfig=... 
 		exec "$${wrap[@]}" $(BIN)/local-up -- "$${args[@]}" $(ARGS); \
 	fi
 
+.PHONY: manifests
+manifests: ## Regenerate the CRD (config/crd) and the ClusterRole (config/rbac/role.yaml, from the +kubebuilder:rbac markers) with controller-gen.
+	hack/update-codegen.sh manifests
+
 .PHONY: generate
-generate: ## Regenerate clientset, listers, informers, deepcopy and the CRD.
+generate: ## Regenerate clientset, listers, informers, deepcopy, the CRD and the ClusterRole.
 	hack/update-codegen.sh
 
 .PHONY: verify

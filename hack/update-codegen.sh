@@ -6,11 +6,14 @@
 #   pkg/generated/listers                      lister-gen
 #   pkg/generated/informers/externalversions   informer-gen
 #   config/crd/*.yaml                          controller-gen (CRDs from kubebuilder markers)
+# and the manager's ClusterRole from the +kubebuilder:rbac markers in internal/:
+#   config/rbac/role.yaml                      controller-gen
 # The code generators come from k8s.io/code-generator's kube_codegen.sh at the
 # version pinned in hack/tools/go.mod; controller-gen is bin/controller-gen,
 # built by hack/build-tools.sh.
 #
-# Usage: hack/update-codegen.sh
+# Usage: hack/update-codegen.sh [manifests]
+#   manifests    only the CRDs and the ClusterRole (`make manifests`)
 # Environment:
 #   OUTPUT_ROOT  write into this copy of the tree instead of the repository
 #                (used by hack/verify-codegen.sh)
@@ -21,6 +24,27 @@ set -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 OUT="${OUTPUT_ROOT:-${ROOT}}"
 MODULE="github.com/kube-sample/controller-manager"
+
+generate_manifests() {
+  "${ROOT}/hack/build-tools.sh" controller-gen
+  echo "Generating CRDs into config/crd"
+  (cd "${OUT}" && "${ROOT}/bin/controller-gen" \
+    crd:crdVersions=v1 \
+    paths="./pkg/apis/..." \
+    output:crd:artifacts:config="${OUT}/config/crd")
+  # The markers are read from the tree: OUTPUT_ROOT holds only copies of
+  # what the generators write.
+  echo "Generating the ClusterRole into config/rbac/role.yaml"
+  (cd "${ROOT}" && "${ROOT}/bin/controller-gen" \
+    rbac:roleName=controller-manager \
+    paths="./internal/..." \
+    output:rbac:artifacts:config="${OUT}/config/rbac")
+}
+
+if [[ "${1:-}" == manifests ]]; then
+  generate_manifests
+  exit 0
+fi
 
 CODEGEN_PKG="$(cd "${ROOT}/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/code-generator)"
 if [[ -z "${CODEGEN_PKG}" ]]; then # not in the module cache yet
@@ -57,9 +81,4 @@ kube::codegen::gen_client \
   --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
   "${OUT}/pkg/apis"
 
-"${ROOT}/hack/build-tools.sh" controller-gen
-echo "Generating CRDs into config/crd"
-"${ROOT}/bin/controller-gen" \
-  crd:crdVersions=v1 \
-  paths="./pkg/apis/..." \
-  output:crd:artifacts:config="${OUT}/config/crd"
+generate_manifests

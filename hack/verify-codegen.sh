@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when the generated code or CRDs are stale: regenerates them into a
+# Fails when the generated code, CRDs or RBAC are stale: regenerates them into a
 # temporary copy of the inputs (hack/update-codegen.sh with OUTPUT_ROOT) and
 # diffs the copy against the tree. Never modifies the tree.
 #
@@ -10,7 +10,7 @@ set -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 # Everything update-codegen.sh reads or writes, relative to ROOT.
-GENERATED=(pkg/apis pkg/generated config/crd)
+GENERATED=(pkg/apis pkg/generated config/crd config/rbac)
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/verify-codegen.XXXXXX")"
 trap 'rm -rf "${TMP}"' EXIT
@@ -47,8 +47,8 @@ done
 
 if [[ "${stale}" -ne 0 ]]; then
   echo >&2
-  echo "verify-codegen: FAILED: generated code or CRDs are out of date with pkg/apis (diff above)." >&2
+  echo "verify-codegen: FAILED: generated code, CRDs or RBAC are out of date with pkg/apis or the +kubebuilder:rbac markers (diff above)." >&2
   echo "verify-codegen: run hack/update-codegen.sh and commit the result; never edit generated files by hand." >&2
   exit 1
 fi
-echo "verify-codegen: generated code and CRDs are up to date."
+echo "verify-codegen: generated code, CRDs and RBAC are up to date."

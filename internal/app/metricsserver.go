@@ -40,6 +40,9 @@ const (
 // not imported for this one value: that package pulls in the whole generic server).
 var authReviewBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // withAuthnAuthz serves h only to requests whose bearer token the API server
 // authenticates (TokenReview) and whose user it authorizes to the request's
 // non-resource URL and verb (SubjectAccessReview), as kube-controller-manager

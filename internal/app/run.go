@@ -101,6 +101,10 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// The event broadcaster records the Events of every controller and of
+// leader election (patch when client-go aggregates repeats).
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // NewManager builds the clients, the shared informer factory and every
 // enabled controller, and binds the metrics and health listeners (so a bad
 // address fails here). It starts nothing: call Run.

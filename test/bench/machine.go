@@ -1,13 +1,11 @@
 package bench
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Machine describes where the benchmark ran.
@@ -27,79 +25,48 @@ type Machine struct {
 }
 
 func machineInfo() Machine {
-	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadStart: loadAvg1()}
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return m
 	}
-	if kb, err := procField("/proc/meminfo", "MemTotal"); err == nil {
-		m.RAMBytes = kb * 1024
+	if cpus, err := fs.CPUInfo(); err == nil && len(cpus) > 0 {
+		m.CPUModel = cpus[0].ModelName
 	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
+	if mem, err := fs.Meminfo(); err == nil && mem.MemTotalBytes != nil {
+		m.RAMBytes = int64(*mem.MemTotalBytes)
 	}
-	m.LoadStart = loadAvg1()
+	if release, err := fs.SysctlStrings("kernel/osrelease"); err == nil && len(release) > 0 {
+		m.Kernel = release[0]
+	}
 	return m
 }
 
 // loadAvg1 is the 1-minute load average (-1 when unknown).
 func loadAvg1() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return -1
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
+	l, err := fs.LoadAvg()
 	if err != nil {
 		return -1
 	}
-	return v
-}
-
-// procField reads a "Key: <n> kB" line of a /proc file, in kB.
-func procField(path, key string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != key {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			break
-		}
-		return strconv.ParseInt(fields[0], 10, 64)
-	}
-	return 0, fmt.Errorf("%s: no %s", path, key)
+	return l.Load1
 }
 
 // processMemory returns the peak (VmHWM) and current (VmRSS) resident set of
 // pid, in bytes.
 func processMemory(pid int) (peak, current int64, err error) {
-	status := fmt.Sprintf("/proc/%d/status", pid)
-	hwm, err := procField(status, "VmHWM")
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	rss, err := procField(status, "VmRSS")
+	st, err := p.NewStatus()
 	if err != nil {
 		return 0, 0, err
 	}
-	return hwm * 1024, rss * 1024, nil
+	return int64(st.VmHWM), int64(st.VmRSS), nil
 }
 
 // cpuSample is the machine's busy CPU time and the part of it used by this
@@ -109,53 +76,32 @@ type cpuSample struct {
 	busy, ours float64
 }
 
-const clockTicks = 100 // USER_HZ on Linux
+// clockTicks is USER_HZ on Linux: procfs converts utime and stime to seconds,
+// but not the children's cutime and cstime.
+const clockTicks = 100
 
 func sampleCPU() cpuSample {
 	s := cpuSample{at: time.Now()}
-	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		f := strings.Fields(line)
-		// cpu user nice system idle iowait irq softirq steal ...
-		for i, v := range f {
-			if i == 0 || i == 4 || i == 5 || i > 8 {
-				continue
-			}
-			n, _ := strconv.ParseFloat(v, 64)
-			s.busy += n / clockTicks
-		}
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return s
+	}
+	if st, err := fs.Stat(); err == nil {
+		c := st.CPUTotal // busy: all but idle, iowait and the guest time user already holds
+		s.busy = c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
 	}
 	type proc struct {
 		ppid int
 		cpu  float64 // utime+stime+cutime+cstime
 	}
 	procs := map[int]proc{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	all, _ := fs.AllProcs()
+	for _, p := range all {
+		st, err := p.Stat()
 		if err != nil {
-			continue
+			continue // exited meanwhile
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name (field 2) may hold spaces: fields start after ")".
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b)[i+1:])
-		if len(f) < 15 {
-			continue
-		}
-		p := proc{}
-		p.ppid, _ = strconv.Atoi(f[1])
-		for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
-			n, _ := strconv.ParseFloat(f[k], 64)
-			p.cpu += n / clockTicks
-		}
-		procs[pid] = p
+		procs[p.PID] = proc{ppid: st.PPID, cpu: st.CPUTime() + float64(st.CUTime+st.CSTime)/clockTicks}
 	}
 	self := os.Getpid()
 	for pid, p := range procs {

@@ -1,16 +1,18 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 )
 
@@ -21,95 +23,57 @@ type sample struct {
 	value  float64
 }
 
-// metrics is a scrape: samples in exposition order.
+// metrics is a scrape: samples in exposition order within each family.
 type metrics []sample
 
-// parseMetrics parses the Prometheus text exposition format (comments and
-// blank lines skipped; timestamps ignored).
+// parseMetrics parses the Prometheus text exposition format with expfmt and
+// flattens it back into its lines: a histogram or summary gives its
+// _bucket (or quantile), _sum and _count samples, as in the text.
 func parseMetrics(r io.Reader) (metrics, error) {
-	var out metrics
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d %q: %w", lineNo, line, err)
-		}
-		out = append(out, s)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading metrics: %w", err)
+	var out metrics
+	for _, name := range sortedKeys(families) {
+		for _, m := range families[name].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			add := func(suffix string, value float64, extra ...string) {
+				ls := maps.Clone(labels)
+				for i := 0; i+1 < len(extra); i += 2 {
+					ls[extra[i]] = extra[i+1]
+				}
+				out = append(out, sample{name: name + suffix, labels: ls, value: value})
+			}
+			switch {
+			case m.Counter != nil:
+				add("", m.GetCounter().GetValue())
+			case m.Gauge != nil:
+				add("", m.GetGauge().GetValue())
+			case m.Untyped != nil:
+				add("", m.GetUntyped().GetValue())
+			case m.Histogram != nil:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					add("_bucket", float64(b.GetCumulativeCount()), "le", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64))
+				}
+				add("_sum", h.GetSampleSum())
+				add("_count", float64(h.GetSampleCount()))
+			case m.Summary != nil:
+				q := m.GetSummary()
+				for _, x := range q.GetQuantile() {
+					add("", x.GetValue(), "quantile", strconv.FormatFloat(x.GetQuantile(), 'g', -1, 64))
+				}
+				add("_sum", q.GetSampleSum())
+				add("_count", float64(q.GetSampleCount()))
+			}
+		}
 	}
 	return out, nil
-}
-
-func parseSample(line string) (sample, error) {
-	s := sample{}
-	i := strings.IndexAny(line, "{ \t")
-	if i <= 0 {
-		return s, fmt.Errorf("no metric name and value")
-	}
-	s.name = line[:i]
-	rest := line[i:]
-	if rest[0] == '{' {
-		s.labels = map[string]string{}
-		rest = rest[1:]
-		for {
-			rest = strings.TrimLeft(rest, " ,")
-			if rest == "" {
-				return s, fmt.Errorf("unterminated labels")
-			}
-			if rest[0] == '}' {
-				rest = rest[1:]
-				break
-			}
-			eq := strings.IndexByte(rest, '=')
-			if eq <= 0 || len(rest) < eq+2 || rest[eq+1] != '"' {
-				return s, fmt.Errorf("bad label near %q", rest)
-			}
-			key := strings.TrimSpace(rest[:eq])
-			rest = rest[eq+2:]
-			var val strings.Builder
-			closed := false
-			for j := 0; j < len(rest); j++ {
-				c := rest[j]
-				if c == '\\' && j+1 < len(rest) {
-					j++
-					switch rest[j] {
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						val.WriteByte(rest[j])
-					}
-					continue
-				}
-				if c == '"' {
-					rest = rest[j+1:]
-					closed = true
-					break
-				}
-				val.WriteByte(c)
-			}
-			if !closed {
-				return s, fmt.Errorf("unterminated label value of %q", key)
-			}
-			s.labels[key] = val.String()
-		}
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return s, fmt.Errorf("no value")
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return s, fmt.Errorf("bad value %q: %w", fields[0], err)
-	}
-	s.value = v
-	return s, nil
 }
 
 // sum adds the values of the samples named name whose labels include match.

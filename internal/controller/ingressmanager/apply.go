@@ -108,6 +108,8 @@ func (b *Builder) NeedsUpdate(live, desired *networkingv1.Ingress) (bool, error)
 	return NeedsUpdate(live, desired, b.fieldManager)
 }
 
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;create;patch;delete
+
 // ingressWriter is the write path of Ingresses (client may be nil for
 // needsUpdate alone).
 func ingressWriter(client kubernetes.Interface, fieldManager string, recorder record.EventRecorder) *writer[*networkingv1.Ingress] {

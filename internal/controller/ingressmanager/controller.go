@@ -70,6 +70,10 @@ type Controller struct {
 	settling  settling
 }
 
+// The shared Service and Ingress informers, in every namespace.
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;watch
+
 // New builds the controller on the shared Service and Ingress informers;
 // the HTTPRoute informer starts in Run, once the cluster serves the
 // Gateway API.

@@ -99,6 +99,10 @@ func (g *gatewayAPI) run(ctx context.Context, installed func()) {
 	}
 }
 
+// Whether the Gateway API is served is asked of discovery, which every
+// authenticated user may read; the HTTPRoute informer needs list and watch.
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=list;watch
+
 func (g *gatewayAPI) start(ctx context.Context, installed func()) {
 	logger := klog.FromContext(ctx)
 	factory := gatewayinformers.NewSharedInformerFactoryWithOptions(g.client, g.resync,

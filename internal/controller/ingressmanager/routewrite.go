@@ -60,6 +60,8 @@ func ownerReferences(refs []metav1.OwnerReference) []*metav1ac.OwnerReferenceApp
 	return out
 }
 
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;create;patch;delete
+
 // routeWriter is the write path of HTTPRoutes (client may be nil for
 // needsUpdate alone).
 func routeWriter(client gatewayclient.Interface, fieldManager string, recorder record.EventRecorder) *writer[*gatewayv1.HTTPRoute] {

@@ -34,6 +34,11 @@ type typedClient[T object] interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
+// Both kinds carry an owner reference to their Service with
+// blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement
+// admission plugin allows only to who may update the Service's finalizers.
+// +kubebuilder:rbac:groups="",resources=services/finalizers,verbs=update
+
 // writer is the write path of one kind a Service controls. It is the one
 // place that says how an object is written:
 //

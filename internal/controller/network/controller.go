@@ -67,6 +67,9 @@ type Controller struct {
 	fieldMgr  string
 }
 
+// The shared Network informer, in every namespace.
+// +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks,verbs=list;watch
+
 // New builds the controller on the shared Network informer. It fails with an
 // actionable error when the cluster does not serve the Network API.
 func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controller, error) {
@@ -127,6 +130,9 @@ func (c *Controller) collectGarbageEvery(ctx context.Context) {
 		}
 	}, c.opts.GCInterval)
 }
+
+// The finalizer is added and removed by an update (finalize).
+// +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks,verbs=update
 
 // sync converges one Network: backend network present and equal to the
 // spec, or deleted (then the finalizer released) when the Network is being
@@ -219,6 +225,8 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	return nil
 }
 
+// +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks/status,verbs=update
+
 // setReady writes the Ready condition (and the backend IDs, when known) to
 // the Network's status when they differ from what it has. warn also records
 // a Warning Event, once per change of the condition.
@@ -307,6 +315,8 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks,verbs=get
 
 // networkExists reads the Network n belonged to from the API server and
 // reports whether it (the same UID) still exists.

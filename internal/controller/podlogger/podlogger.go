@@ -48,6 +48,9 @@ type podState struct {
 	deleting        bool
 }
 
+// The shared Pod informer, in every namespace.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+
 // New builds the controller on the shared Pod informer.
 func New(ctx context.Context, cctx *controller.Context) (*Controller, error) {
 	informer := cctx.InformerFactory.Core().V1().Pods()

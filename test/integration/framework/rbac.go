@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
-
-	"github.com/kube-sample/controller-manager/internal/manifests"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // The manager runs in the integration tests as it runs in a cluster: as the
@@ -48,7 +48,8 @@ var (
 	}
 )
 
-// Manifests returns (a copy of) the objects of config/default, rendered as
+// Manifests returns (a copy of) the objects of config/default, rendered by
+// kustomize's own library with kubectl's defaults (legacy output order), as
 // `kubectl apply -k config/default` applies them.
 func Manifests() ([]*unstructured.Unstructured, error) {
 	rendered.once.Do(func() {
@@ -57,9 +58,26 @@ func Manifests() ([]*unstructured.Unstructured, error) {
 			rendered.err = err
 			return
 		}
-		rendered.objs, rendered.err = manifests.Render(filepath.Join(root, "config", "default"))
-		if rendered.err != nil {
-			rendered.err = fmt.Errorf("rendering config/default: %w", rendered.err)
+		opts := krusty.MakeDefaultOptions()
+		opts.Reorder = krusty.ReorderOptionUnspecified // as kubectl kustomize: legacy order unless the kustomization sets sortOptions
+		resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "default"))
+		if err != nil {
+			rendered.err = fmt.Errorf("rendering config/default: %w", err)
+			return
+		}
+		for _, r := range resources.Resources() {
+			// Through JSON: kyaml's maps hold numbers as Go types that
+			// unstructured's DeepCopy panics on.
+			b, err := r.MarshalJSON()
+			o := &unstructured.Unstructured{}
+			if err == nil {
+				err = o.UnmarshalJSON(b)
+			}
+			if err != nil {
+				rendered.err = fmt.Errorf("rendering config/default: %s: %w", r.CurId(), err)
+				return
+			}
+			rendered.objs = append(rendered.objs, o)
 		}
 	})
 	if rendered.err != nil {

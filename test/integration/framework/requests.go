@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 )
 
@@ -42,34 +44,26 @@ func (c countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		verb = "WATCH"
 	}
 	c.rc.mu.Lock()
-	c.rc.counts[verb+" "+resourceOf(req.URL.Path)]++
+	c.rc.counts[verb+" "+resourceOf(req)]++
 	c.rc.mu.Unlock()
 	return c.rt.RoundTrip(req)
 }
 
-// resourceOf returns the resource of an API path: /api/v1/namespaces/ns/services/x -> services.
-func resourceOf(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	// Skip the group/version prefix: api/v1 or apis/group/version.
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return path
+// requestInfo parses API paths as the API server does.
+var requestInfo = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+// resourceOf returns the resource of an API request, with its subresource
+// (/api/v1/namespaces/ns/services/x -> services, .../networks/x/status ->
+// networks/status); the path for a non-resource request.
+func resourceOf(req *http.Request) string {
+	info, err := requestInfo.NewRequestInfo(req)
+	if err != nil || !info.IsResourceRequest {
+		return req.URL.Path
 	}
-	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) > 2 {
-		parts = parts[2:]
+	if info.Subresource != "" {
+		return info.Resource + "/" + info.Subresource
 	}
-	if len(parts) == 0 {
-		return "namespaces"
-	}
-	res := parts[0]
-	if len(parts) >= 3 {
-		res += "/" + parts[2] // subresource
-	}
-	return res
+	return info.Resource
 }
 
 // Writes returns the number of mutating requests (POST, PUT, PATCH, DELETE)
