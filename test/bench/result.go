@@ -235,7 +235,7 @@ type NeutronCase struct {
 	RequestsPerNetwork float64 `json:"neutron_requests_per_network"`
 }
 
-// Target is one target of the issue and whether the run met it.
+// Target is one goal the run is checked against, and whether it met it.
 type Target struct {
 	Name     string `json:"name"`
 	Target   string `json:"target"`

@@ -117,8 +117,12 @@ func (b *Builder) WantsRoute(svc *corev1.Service) bool {
 // Every field the CRD would default is set, so that the route reads back
 // as it was written.
 func (b *Builder) DesiredRoute(svc *corev1.Service) (*gatewayv1.HTTPRoute, []string, error) {
-	if !b.WantsRoute(svc) {
+	if !Enabled(svc) {
 		return nil, nil, nil
+	}
+	gw, p := b.Gateway(svc)
+	if gw == nil && p == nil {
+		return nil, nil, nil // an Ingress, not a route
 	}
 	var problems []Problem
 	add := func(p *Problem) {
@@ -126,7 +130,6 @@ func (b *Builder) DesiredRoute(svc *corev1.Service) (*gatewayv1.HTTPRoute, []str
 			problems = append(problems, *p)
 		}
 	}
-	gw, p := b.Gateway(svc)
 	add(p)
 	listener, p := parseListener(svc.Annotations)
 	add(p)

@@ -74,6 +74,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	r := &report{}
 	defer func() { c.notes.publish(svc, r) }()
+	wantsRoute := c.builder.WantsRoute(svc)
 	switch {
 	case !Enabled(svc):
 		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
@@ -84,7 +85,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			errs = append(errs, c.route.delete(ctx, svc, route, why))
 		}
 		return errors.Join(errs...)
-	case c.builder.WantsRoute(svc) && routes == nil:
+	case wantsRoute && routes == nil:
 		gw, _ := c.builder.Gateway(svc)
 		what := "a Gateway"
 		if gw != nil {
@@ -93,7 +94,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
 			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
 		return c.syncIngress(ctx, svc, ing, route, r)
-	case c.builder.WantsRoute(svc):
+	case wantsRoute:
 		return c.syncRoute(ctx, svc, ing, route, r)
 	}
 	return c.syncIngress(ctx, svc, ing, route, r)
