@@ -182,7 +182,11 @@ func (r *run) limit(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, err = ings.Apply(ctx, ingressmanager.ApplyConfiguration(ing), metav1.ApplyOptions{FieldManager: "bench"})
+		ac, err := ingressmanager.ApplyConfiguration(ing)
+		if err != nil {
+			return err
+		}
+		_, err = ings.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: "bench"})
 		return err
 	})
 	if err != nil {

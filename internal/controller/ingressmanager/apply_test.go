@@ -113,6 +113,16 @@ func needsUpdate(t testing.TB, live, desired *networkingv1.Ingress) bool {
 	return got
 }
 
+// mustApplyConfiguration is ApplyConfiguration, failing t on error.
+func mustApplyConfiguration(t testing.TB, desired *networkingv1.Ingress) *networkingv1ac.IngressApplyConfiguration {
+	t.Helper()
+	ac, err := ApplyConfiguration(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ac
+}
+
 func desiredFor(t testing.TB, cfg Config, ann map[string]string, ports ...corev1.ServicePort) *networkingv1.Ingress {
 	t.Helper()
 	if len(ports) == 0 {
@@ -126,7 +136,7 @@ func desiredFor(t testing.TB, cfg Config, ann map[string]string, ports ...corev1
 }
 
 func TestApplyConfigurationSeed(t *testing.T) {
-	ac := ApplyConfiguration(seedConstructIngress(service(nil, port("http", 80))))
+	ac := mustApplyConfiguration(t, seedConstructIngress(service(nil, port("http", 80))))
 	got, err := json.Marshal(ac)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +170,7 @@ func TestExtractRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			desired := desiredFor(t, tc.cfg, tc.ann)
 			s := newFakeServer(t)
-			s.apply(ApplyConfiguration(desired), manager)
+			s.apply(mustApplyConfiguration(t, desired), manager)
 
 			for _, live := range []*networkingv1.Ingress{s.get(), s.cached()} {
 				extracted, err := networkingv1ac.ExtractIngress(live, manager)
@@ -168,7 +178,7 @@ func TestExtractRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 				ej, _ := json.Marshal(extracted)
-				aj, _ := json.Marshal(ApplyConfiguration(desired))
+				aj, _ := json.Marshal(mustApplyConfiguration(t, desired))
 				if string(ej) != string(aj) {
 					t.Errorf("extracted != applied\nextracted: %s\napplied:   %s", ej, aj)
 				}
@@ -308,7 +318,7 @@ func TestNeedsUpdate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFakeServer(t)
-			s.apply(ApplyConfiguration(base), manager)
+			s.apply(mustApplyConfiguration(t, base), manager)
 			if tc.setup != nil {
 				tc.setup(s)
 			}
@@ -325,7 +335,7 @@ func TestNeedsUpdate(t *testing.T) {
 			}
 			// Applying (with force) always converges, keeps what others own
 			// and removes what we no longer want.
-			s.apply(ApplyConfiguration(desired), manager)
+			s.apply(mustApplyConfiguration(t, desired), manager)
 			if needsUpdate(t, s.cached(), desired) {
 				t.Errorf("NeedsUpdate after re-apply = true; live: %s", dump.Pretty(s.get()))
 			}
@@ -355,7 +365,7 @@ func TestNeedsUpdate(t *testing.T) {
 func TestNeedsUpdateKeepsForeignFieldsAcrossReapply(t *testing.T) {
 	desired := desiredFor(t, Config{}, nil)
 	s := newFakeServer(t)
-	s.apply(ApplyConfiguration(desired), manager)
+	s.apply(mustApplyConfiguration(t, desired), manager)
 	s.update("kubectl-annotate", func(ing *networkingv1.Ingress) {
 		ing.Annotations = map[string]string{"other": "x"}
 		ing.Spec.Rules[0].Host = "changed.example.com"
@@ -363,7 +373,7 @@ func TestNeedsUpdateKeepsForeignFieldsAcrossReapply(t *testing.T) {
 	if !needsUpdate(t, s.cached(), desired) {
 		t.Fatal("NeedsUpdate = false after our host was changed")
 	}
-	s.apply(ApplyConfiguration(desired), manager)
+	s.apply(mustApplyConfiguration(t, desired), manager)
 	live := s.get()
 	if live.Annotations["other"] != "x" || live.Spec.Rules[0].Host != "example.com" {
 		t.Errorf("re-apply lost a foreign annotation or did not restore the host: %s", dump.Pretty(live))
@@ -382,7 +392,7 @@ func TestNeedsUpdateWithoutOurEntry(t *testing.T) {
 
 	// Another field manager's entries are not ours.
 	s := newFakeServer(t)
-	s.apply(ApplyConfiguration(desired), "someone-else")
+	s.apply(mustApplyConfiguration(t, desired), "someone-else")
 	if !needsUpdate(t, s.get(), desired) {
 		t.Error("NeedsUpdate = false when only another manager applied")
 	}
@@ -424,7 +434,7 @@ func TestCreatedIngressLifecycle(t *testing.T) {
 	// Why the upgrade is needed: an apply alone cannot remove what our
 	// Update entry owns.
 	s := created()
-	s.apply(ApplyConfiguration(without).WithUID(s.get().UID), manager)
+	s.apply(mustApplyConfiguration(t, without).WithUID(s.get().UID), manager)
 	if _, ok := s.get().Annotations["ours"]; !ok {
 		t.Fatal("an apply alone removed a field our Update entry owns; the ownership upgrade is not needed any more")
 	}
@@ -449,7 +459,7 @@ func TestCreatedIngressLifecycle(t *testing.T) {
 	if needsUpdate(t, s.cached(), with) {
 		t.Fatal("NeedsUpdate = true after the ownership upgrade alone")
 	}
-	s.apply(ApplyConfiguration(without), manager)
+	s.apply(mustApplyConfiguration(t, without), manager)
 	got := s.get()
 	if _, ok := got.Annotations["ours"]; ok {
 		t.Errorf("dropped annotation still there after upgrade + apply: %v", got.Annotations)
@@ -465,7 +475,7 @@ func TestCreatedIngressLifecycle(t *testing.T) {
 func TestNeedsUpdateCorruptManagedFields(t *testing.T) {
 	desired := desiredFor(t, Config{}, nil)
 	s := newFakeServer(t)
-	s.apply(ApplyConfiguration(desired), manager)
+	s.apply(mustApplyConfiguration(t, desired), manager)
 	live := s.cached()
 	live.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:spec":`)}
 	got, err := NeedsUpdate(live, desired, manager)

@@ -23,7 +23,7 @@ func TestApplyRequest(t *testing.T) {
 		got = action.(k8stesting.PatchActionImpl)
 		return true, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: got.Name, Namespace: got.Namespace}}, nil
 	})
-	ac := ApplyConfiguration(seedConstructIngress(service(nil, port("http", 80))))
+	ac := mustApplyConfiguration(t, seedConstructIngress(service(nil, port("http", 80))))
 	w := ingressWriter(client, "mgr", nil)
 	if err := w.apply(context.Background(), *ac.Namespace, *ac.Name, ac); err != nil {
 		t.Fatal(err)

@@ -13,12 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -63,8 +65,8 @@ type Controller struct {
 	ingresses networkinglisters.IngressLister
 	recorder  record.EventRecorder
 	builder   *Builder
-	ingress   *writer[*networkingv1.Ingress]
-	route     *writer[*gatewayv1.HTTPRoute]
+	ingress   *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]
+	route     *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]
 	gateway   *gatewayAPI
 	notes     notes
 	settling  settling

@@ -125,7 +125,7 @@ func FuzzDesired(f *testing.F) {
 		// Server-side apply of it converges.
 		fm.Reset()
 		s := &fakeServer{t: t, fm: fm}
-		s.apply(ApplyConfiguration(ing), manager)
+		s.apply(mustApplyConfiguration(t, ing), manager)
 		if needsUpdate(t, s.cached(), ing) {
 			t.Fatalf("NeedsUpdate right after apply = true for %+v", ing)
 		}

@@ -115,25 +115,10 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 	if err != nil {
 		return fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	if ing != nil && !IsControlledBy(ing, svc) {
-		r.warn(ReasonIngressExists, "", fmt.Sprintf(
-			"Ingress %s/%s exists and is not controlled by this Service (%s); it is left untouched. Delete or rename it, or remove the %s annotation",
-			ing.Namespace, ing.Name, controllerOf(ing), AnnotationHTTP))
-		return nil
-	}
-	if ing == nil {
-		// The route, if any, goes on a later sync, once the Ingress has
-		// an address (its events bring the Service back).
-		return c.ingress.create(ctx, svc, desired)
-	}
-	needs, err := c.ingress.needsUpdate(ing, desired)
-	if err != nil {
-		klog.FromContext(ctx).Info("Cannot tell which fields of the Ingress are ours; re-applying", "err", err)
-	}
-	if needs {
-		if err := c.ingress.update(ctx, svc, desired, ing); err != nil {
-			return err
-		}
+	// The route, if any, goes on a later sync, once the Ingress has an
+	// address (its events bring the Service back).
+	if ok, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation"); !ok || err != nil {
+		return err
 	}
 	if route == nil || !isControlledBy(route, svc) {
 		return nil
@@ -175,25 +160,10 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 			"%s %s only for an Ingress and %s ignored for HTTPRoute %s: the Gateway's listener decides the class and terminates TLS",
 			strings.Join(ignored, " and "), plural(len(ignored), "is", "are"), plural(len(ignored), "is", "are"), desired.Name))
 	}
-	if route != nil && !isControlledBy(route, svc) {
-		r.warn(ReasonHTTPRouteExists, "", fmt.Sprintf(
-			"HTTPRoute %s/%s exists and is not controlled by this Service (%s); it is left untouched. Delete or rename it, or set %s to \"\" to keep an Ingress",
-			route.Namespace, route.Name, controllerOf(route), AnnotationGateway))
-		return nil
-	}
-	if route == nil {
-		// The Ingress, if any, goes on a later sync, once the Gateway
-		// accepted the route (its status update brings the Service back).
-		return c.route.create(ctx, svc, desired)
-	}
-	needs, err := c.route.needsUpdate(route, desired)
-	if err != nil {
-		klog.FromContext(ctx).Info("Cannot tell which fields of the HTTPRoute are ours; re-applying", "err", err)
-	}
-	if needs {
-		if err := c.route.update(ctx, svc, desired, route); err != nil {
-			return err
-		}
+	// The Ingress, if any, goes on a later sync, once the Gateway accepted
+	// the route (its status update brings the Service back).
+	if ok, err := c.route.converge(ctx, svc, route, desired, r, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`); !ok || err != nil {
+		return err
 	}
 
 	parent := desired.Spec.ParentRefs[0]

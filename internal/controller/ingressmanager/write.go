@@ -58,24 +58,83 @@ type typedClient[T object] interface {
 //   - needsUpdate compares the desired apply configuration with the fields
 //     our entry owns, so a converged object costs no write.
 //   - delete has the UID as precondition.
-type writer[T object] struct {
+type writer[T object, AC any] struct {
 	// kind is "Ingress" or "HTTPRoute": for errors, logs and Event reasons
-	// (<kind>Created, <kind>Updated, <kind>Deleted).
+	// (<kind>Created, <kind>Updated, <kind>Deleted, <kind>Exists).
 	kind         string
 	client       func(namespace string) typedClient[T]
 	fieldManager string
 	recorder     record.EventRecorder
-	// applyConfiguration returns the apply configuration of desired, exactly
-	// the fields we manage, as extract returns them after an apply.
-	applyConfiguration func(desired T) (any, error)
-	// withUID returns ac with metadata.uid set (an apply precondition).
-	withUID func(ac any, uid types.UID) any
-	// extract returns the fields of a shallow copy of live whose
-	// managedFields hold only entry, as an Apply entry (the only operation
-	// the generated Extract functions read).
-	extract func(live T, entry metav1.ManagedFieldsEntry) (any, error)
-	// controlledBy reports whether svc controls obj.
-	controlledBy func(obj T, svc *corev1.Service) bool
+	// newApplyConfiguration and extract are the kind's generated apply
+	// configuration constructor and Extract function.
+	newApplyConfiguration func(name, namespace string) *AC
+	extract               func(obj T, fieldManager string) (*AC, error)
+	// clearStatus empties the status of an apply configuration: status is
+	// never ours. The API server does not record it for writes to the main
+	// resource, but an Update entry made elsewhere may list the empty status
+	// a create sends.
+	clearStatus func(ac *AC)
+}
+
+// newWriter returns the write path of one kind; client may be nil for
+// needsUpdate alone.
+func newWriter[T object, AC any](kind string, client func(namespace string) typedClient[T], fieldManager string, recorder record.EventRecorder,
+	newApplyConfiguration func(name, namespace string) *AC, extract func(T, string) (*AC, error), clearStatus func(*AC)) *writer[T, AC] {
+	return &writer[T, AC]{kind: kind, client: client, fieldManager: fieldManager, recorder: recorder,
+		newApplyConfiguration: newApplyConfiguration, extract: extract, clearStatus: clearStatus}
+}
+
+// applyConfiguration returns the server-side-apply configuration of
+// desired: exactly the fields this controller manages (name, namespace,
+// labels, annotations, owner references and spec; never status), as
+// extract returns them after an apply. It travels through JSON: the apply
+// configuration types mirror the API types field for field, and desired
+// leaves out every empty optional field, as the API server does. A non-empty
+// uid is set as a precondition of the apply.
+func (w *writer[T, AC]) applyConfiguration(desired T, uid types.UID) (*AC, error) {
+	if uid != "" {
+		cp := desired.DeepCopyObject().(T)
+		cp.SetUID(uid)
+		desired = cp
+	}
+	data, err := json.Marshal(desired)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
+	}
+	ac := w.newApplyConfiguration(desired.GetName(), desired.GetNamespace())
+	if err := json.Unmarshal(data, ac); err != nil {
+		return nil, fmt.Errorf("decoding %s %s/%s as an apply configuration: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
+	}
+	w.clearStatus(ac)
+	return ac, nil
+}
+
+// converge makes live (zero when there is none) match desired, for the
+// Service svc. It reports whether live is the Service's own, converged
+// object, on which the caller may go on: false when it was just created
+// (its informer event brings the Service back), and when someone else
+// controls it, which r reports as a Warning <kind>Exists ending with fix,
+// what the user can do.
+func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live, desired T, r *report, fix string) (bool, error) {
+	var zero T
+	if live == zero {
+		return false, w.create(ctx, svc, desired)
+	}
+	if !isControlledBy(live, svc) {
+		r.warn(w.kind+"Exists", "", fmt.Sprintf("%s %s/%s exists and is not controlled by this Service (%s); it is left untouched. %s",
+			w.kind, live.GetNamespace(), live.GetName(), controllerOf(live), fix))
+		return false, nil
+	}
+	needs, err := w.needsUpdate(live, desired)
+	if err != nil {
+		klog.FromContext(ctx).Info("Cannot tell which fields of the "+w.kind+" are ours; re-applying", "err", err)
+	}
+	if needs {
+		if err := w.update(ctx, svc, desired, live); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // needsUpdate reports whether live differs from desired in a field we
@@ -84,7 +143,7 @@ type writer[T object] struct {
 // owns can neither be compared nor removed by an apply: update merges the
 // two entries first, once). On error it returns true with the error, so a
 // caller that only logs still converges.
-func (w *writer[T]) needsUpdate(live, desired T) (bool, error) {
+func (w *writer[T, AC]) needsUpdate(live, desired T) (bool, error) {
 	var zero T
 	if desired == zero {
 		return false, fmt.Errorf("desired %s is nil", w.kind)
@@ -104,7 +163,7 @@ func (w *writer[T]) needsUpdate(live, desired T) (bool, error) {
 	if err != nil {
 		return true, fmt.Errorf("extract fields of %s %s/%s owned by %q: %w", w.kind, live.GetNamespace(), live.GetName(), w.fieldManager, err)
 	}
-	want, err := w.applyConfiguration(desired)
+	want, err := w.applyConfiguration(desired, "")
 	if err != nil {
 		return true, err
 	}
@@ -114,18 +173,24 @@ func (w *writer[T]) needsUpdate(live, desired T) (bool, error) {
 // safeExtract turns a panic of a generated Extract function on a malformed
 // FieldsV1 (the API server never returns one, but a hand-made object may)
 // into an error.
-func (w *writer[T]) safeExtract(live T, entry metav1.ManagedFieldsEntry) (ac any, err error) {
+func (w *writer[T, AC]) safeExtract(live T, entry metav1.ManagedFieldsEntry) (ac *AC, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			ac, err = nil, fmt.Errorf("malformed managedFields: %v", r)
 		}
 	}()
 	entry.Operation = metav1.ManagedFieldsOperationApply
-	return w.extract(live, entry)
+	cp := live.DeepCopyObject().(T)
+	cp.SetManagedFields([]metav1.ManagedFieldsEntry{entry})
+	ac, err = w.extract(cp, entry.Manager)
+	if ac != nil {
+		w.clearStatus(ac)
+	}
+	return ac, err
 }
 
 // logKey is the key of the object in log lines: "ingress", "httproute".
-func (w *writer[T]) logKey() string { return strings.ToLower(w.kind) }
+func (w *writer[T, AC]) logKey() string { return strings.ToLower(w.kind) }
 
 // ownEntry returns obj's managedFields entry of operation op on the main
 // resource for fieldManager. Entries are kept one per API version, the
@@ -139,7 +204,7 @@ func ownEntry(obj metav1.Object, fieldManager string, op metav1.ManagedFieldsOpe
 	return metav1.ManagedFieldsEntry{}, false
 }
 
-func (w *writer[T]) create(ctx context.Context, svc *corev1.Service, desired T) error {
+func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired T) error {
 	_, err := w.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{FieldManager: w.fieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		klog.FromContext(ctx).V(2).Info(w.kind+" exists already; waiting for it to reach the cache", w.logKey(), klog.KObj(desired))
@@ -153,16 +218,16 @@ func (w *writer[T]) create(ctx context.Context, svc *corev1.Service, desired T) 
 	return nil
 }
 
-func (w *writer[T]) update(ctx context.Context, svc *corev1.Service, desired, live T) error {
+func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired, live T) error {
 	if _, ok := ownEntry(live, w.fieldManager, metav1.ManagedFieldsOperationUpdate); ok {
 		done, err := w.upgradeOwnership(ctx, svc, live)
 		if err != nil || !done {
 			return err
 		}
 	}
-	ac, err := w.applyConfiguration(desired)
+	ac, err := w.applyConfiguration(desired, live.GetUID())
 	if err == nil {
-		err = w.apply(ctx, desired.GetNamespace(), desired.GetName(), w.withUID(ac, live.GetUID()))
+		err = w.apply(ctx, desired.GetNamespace(), desired.GetName(), ac)
 	}
 	if err != nil {
 		return fmt.Errorf("updating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
@@ -176,7 +241,7 @@ func (w *writer[T]) update(ctx context.Context, svc *corev1.Service, desired, li
 // but without server-side field validation: ac is built from typed Go
 // structs, so it cannot carry unknown or duplicate fields, and validating
 // it costs the API server a second parse of every apply.
-func (w *writer[T]) apply(ctx context.Context, namespace, name string, ac any) error {
+func (w *writer[T, AC]) apply(ctx context.Context, namespace, name string, ac *AC) error {
 	data, err := json.Marshal(ac)
 	if err != nil {
 		return fmt.Errorf("encoding the apply configuration: %w", err)
@@ -193,7 +258,7 @@ func (w *writer[T]) apply(ctx context.Context, namespace, name string, ac any) e
 // fail with a conflict, and the sync is retried. It returns false (and
 // writes nothing) when the fresh object is gone or no longer controlled by
 // svc: its informer event brings the key back.
-func (w *writer[T]) upgradeOwnership(ctx context.Context, svc *corev1.Service, cached T) (bool, error) {
+func (w *writer[T, AC]) upgradeOwnership(ctx context.Context, svc *corev1.Service, cached T) (bool, error) {
 	client := w.client(cached.GetNamespace())
 	live, err := client.Get(ctx, cached.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -203,7 +268,7 @@ func (w *writer[T]) upgradeOwnership(ctx context.Context, svc *corev1.Service, c
 	if err != nil {
 		return false, fmt.Errorf("reading %s to move its fields to server-side apply: %w", what, err)
 	}
-	if live.GetUID() != cached.GetUID() || !w.controlledBy(live, svc) {
+	if live.GetUID() != cached.GetUID() || !isControlledBy(live, svc) {
 		klog.FromContext(ctx).V(2).Info(w.kind+" replaced or no longer controlled by the Service since the cache was read; waiting for the cache", w.logKey(), klog.KObj(live))
 		return false, nil
 	}
@@ -223,7 +288,7 @@ func (w *writer[T]) upgradeOwnership(ctx context.Context, svc *corev1.Service, c
 
 // delete deletes obj with its UID as a precondition, so that a replacement
 // created meanwhile is never deleted. svc, when not nil, gets an Event.
-func (w *writer[T]) delete(ctx context.Context, svc *corev1.Service, obj T, why string) error {
+func (w *writer[T, AC]) delete(ctx context.Context, svc *corev1.Service, obj T, why string) error {
 	err := w.client(obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: ptr.To(obj.GetUID())},
 	})
