@@ -40,7 +40,9 @@ func (b *Builder) NeedsUpdate(live, desired *networkingv1.Ingress) (bool, error)
 // ingressWriter is the write path of Ingresses (client may be nil for
 // needsUpdate alone).
 func ingressWriter(client kubernetes.Interface, fieldManager string, recorder record.EventRecorder) *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
-	ingresses := func(namespace string) typedClient[*networkingv1.Ingress] { return client.NetworkingV1().Ingresses(namespace) }
+	ingresses := func(namespace string) typedClient[*networkingv1.Ingress] {
+		return client.NetworkingV1().Ingresses(namespace)
+	}
 	return newWriter("Ingress", ingresses, fieldManager, recorder, networkingv1ac.Ingress, networkingv1ac.ExtractIngress,
 		func(ac *networkingv1ac.IngressApplyConfiguration) { ac.Status = nil })
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -197,128 +198,54 @@ func TestExtractRoundTrip(t *testing.T) {
 }
 
 func TestNeedsUpdate(t *testing.T) {
-	base := desiredFor(t, Config{}, map[string]string{AnnotationAnnotations: `{"cert-manager.io/cluster-issuer": "letsencrypt", "team": "shop"}`})
+	annotations := `{"cert-manager.io/cluster-issuer": "letsencrypt", "team": "shop"}`
+	base := desiredFor(t, Config{}, map[string]string{AnnotationAnnotations: annotations})
 
 	tests := []struct {
 		name string
-		// setup runs on a server where base was applied by us.
+		// On a server where base was applied by us, by edits the object
+		// (a non-apply write), or setup runs.
+		by      string
+		edit    func(ing *networkingv1.Ingress)
 		setup   func(s *fakeServer)
 		desired *networkingv1.Ingress
 		want    bool
 	}{
-		{
-			name: "converged",
-			want: false,
-		},
-		{
-			name: "foreign annotation added",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-annotate", func(ing *networkingv1.Ingress) { ing.Annotations["other"] = "x" })
-			},
-			want: false,
-		},
-		{
-			name: "foreign label added",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-label", func(ing *networkingv1.Ingress) { ing.Labels = map[string]string{"env": "prod"} })
-			},
-			want: false,
-		},
-		{
-			name: "status written by the ingress controller",
-			setup: func(s *fakeServer) {
-				s.update("nginx-ingress-controller", func(ing *networkingv1.Ingress) {
-					ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "203.0.113.7"}}
-				})
-			},
-			want: false,
-		},
-		{
-			name: "foreign owner reference added",
-			setup: func(s *fakeServer) {
-				s.update("someone", func(ing *networkingv1.Ingress) {
-					ing.OwnerReferences = append(ing.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "cm-uid"})
-				})
-			},
-			want: false,
-		},
-		{
-			name: "same value applied by another manager too",
-			setup: func(s *fakeServer) {
-				ac := networkingv1ac.Ingress("my-nginx", "default").WithAnnotations(map[string]string{"team": "shop"})
-				s.apply(ac, "other-applier")
-			},
-			want: false,
-		},
-		{
-			name: "our host edited",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-edit", func(ing *networkingv1.Ingress) { ing.Spec.Rules[0].Host = "evil.example.com" })
-			},
-			want: true,
-		},
-		{
-			name: "our backend port edited",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-edit", func(ing *networkingv1.Ingress) {
-					ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number = 8080
-				})
-			},
-			want: true,
-		},
-		{
-			name: "class set by someone else",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-edit", func(ing *networkingv1.Ingress) { ing.Spec.IngressClassName = ptr.To("other") })
-			},
-			want: false, // not a field we manage while desired has no class
-		},
-		{
-			name: "our annotation value edited",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-annotate", func(ing *networkingv1.Ingress) { ing.Annotations["team"] = "billing" })
-			},
-			want: true,
-		},
-		{
-			name: "our annotation removed",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-annotate", func(ing *networkingv1.Ingress) { delete(ing.Annotations, "team") })
-			},
-			want: true,
-		},
-		{
-			name: "our owner reference removed",
-			setup: func(s *fakeServer) {
-				s.update("kubectl-edit", func(ing *networkingv1.Ingress) { ing.OwnerReferences = nil })
-			},
-			want: true,
-		},
-		{
-			name:    "desired port changed",
-			desired: desiredFor(t, Config{}, map[string]string{AnnotationAnnotations: `{"cert-manager.io/cluster-issuer": "letsencrypt", "team": "shop"}`, AnnotationPort: "https"}, port("http", 80), port("https", 443)),
-			want:    true,
-		},
-		{
-			name:    "desired class added",
-			desired: desiredFor(t, Config{IngressClass: "nginx"}, map[string]string{AnnotationAnnotations: `{"cert-manager.io/cluster-issuer": "letsencrypt", "team": "shop"}`}),
-			want:    true,
-		},
-		{
-			name:    "annotation dropped from ingress/annotations",
-			desired: desiredFor(t, Config{}, map[string]string{AnnotationAnnotations: `{"cert-manager.io/cluster-issuer": "letsencrypt"}`}),
-			want:    true,
-		},
-		{
-			name:    "ingress/annotations removed",
-			desired: desiredFor(t, Config{}, nil),
-			want:    true,
-		},
+		{name: "converged"},
+		{name: "foreign annotation added", by: "kubectl-annotate", edit: func(ing *networkingv1.Ingress) { ing.Annotations["other"] = "x" }},
+		{name: "foreign label added", by: "kubectl-label", edit: func(ing *networkingv1.Ingress) { ing.Labels = map[string]string{"env": "prod"} }},
+		{name: "status written by the ingress controller", by: "nginx-ingress-controller", edit: func(ing *networkingv1.Ingress) {
+			ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "203.0.113.7"}}
+		}},
+		{name: "foreign owner reference added", by: "someone", edit: func(ing *networkingv1.Ingress) {
+			ing.OwnerReferences = append(ing.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "cm-uid"})
+		}},
+		{name: "same value applied by another manager too", setup: func(s *fakeServer) {
+			s.apply(networkingv1ac.Ingress("my-nginx", "default").WithAnnotations(map[string]string{"team": "shop"}), "other-applier")
+		}},
+		{name: "our host edited", by: "kubectl-edit", want: true, edit: func(ing *networkingv1.Ingress) { ing.Spec.Rules[0].Host = "evil.example.com" }},
+		{name: "our backend port edited", by: "kubectl-edit", want: true, edit: func(ing *networkingv1.Ingress) {
+			ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number = 8080
+		}},
+		// Not a field we manage while desired has no class.
+		{name: "class set by someone else", by: "kubectl-edit", edit: func(ing *networkingv1.Ingress) { ing.Spec.IngressClassName = ptr.To("other") }},
+		{name: "our annotation value edited", by: "kubectl-annotate", want: true, edit: func(ing *networkingv1.Ingress) { ing.Annotations["team"] = "billing" }},
+		{name: "our annotation removed", by: "kubectl-annotate", want: true, edit: func(ing *networkingv1.Ingress) { delete(ing.Annotations, "team") }},
+		{name: "our owner reference removed", by: "kubectl-edit", want: true, edit: func(ing *networkingv1.Ingress) { ing.OwnerReferences = nil }},
+		{name: "desired port changed", want: true,
+			desired: desiredFor(t, Config{}, map[string]string{AnnotationAnnotations: annotations, AnnotationPort: "https"}, port("http", 80), port("https", 443))},
+		{name: "desired class added", want: true, desired: desiredFor(t, Config{IngressClass: "nginx"}, map[string]string{AnnotationAnnotations: annotations})},
+		{name: "annotation dropped from ingress/annotations", want: true,
+			desired: desiredFor(t, Config{}, map[string]string{AnnotationAnnotations: `{"cert-manager.io/cluster-issuer": "letsencrypt"}`})},
+		{name: "ingress/annotations removed", want: true, desired: desiredFor(t, Config{}, nil)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFakeServer(t)
 			s.apply(mustApplyConfiguration(t, base), manager)
+			if tc.edit != nil {
+				s.update(tc.by, tc.edit)
+			}
 			if tc.setup != nil {
 				tc.setup(s)
 			}
@@ -352,7 +279,7 @@ func TestNeedsUpdate(t *testing.T) {
 					}
 				}
 			}
-			if got, want := live.Spec.Rules, desired.Spec.Rules; !equalJSON(t, got, want) {
+			if got, want := live.Spec.Rules, desired.Spec.Rules; !equality.Semantic.DeepEqual(got, want) {
 				t.Errorf("after re-apply rules = %s, want %s", dump.Pretty(got), dump.Pretty(want))
 			}
 			if !IsControlledBy(live, service(nil)) {
@@ -482,17 +409,4 @@ func TestNeedsUpdateCorruptManagedFields(t *testing.T) {
 	if !got || err == nil || !strings.Contains(err.Error(), manager) {
 		t.Errorf("NeedsUpdate(corrupt) = %v, %v; want true and an error", got, err)
 	}
-}
-
-func equalJSON(t testing.TB, a, b any) bool {
-	t.Helper()
-	aj, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bj, err := json.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(aj) == string(bj)
 }

@@ -246,6 +246,21 @@ func (b *Builder) renderHost(data hostTemplateData) (string, error) {
 	return strings.TrimSpace(buf.String()), nil
 }
 
+// ownedMeta is the metadata of the object a Service makes: the Service's
+// name and namespace, annotations when there are any, and the Service as
+// controller (blockOwnerDeletion: the object goes with the Service).
+func ownedMeta(svc *corev1.Service, annotations map[string]string) metav1.ObjectMeta {
+	meta := metav1.ObjectMeta{
+		Name:            svc.Name,
+		Namespace:       svc.Namespace,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))},
+	}
+	if len(annotations) > 0 {
+		meta.Annotations = annotations
+	}
+	return meta
+}
+
 // Desired returns the Ingress svc should have, or nil and no error when svc
 // does not ask for one (see Enabled): the controller then removes an Ingress
 // it controls.
@@ -283,15 +298,7 @@ func (b *Builder) Desired(svc *corev1.Service) (*networkingv1.Ingress, error) {
 		return nil, err
 	}
 
-	ing := &networkingv1.Ingress{}
-	ing.Name = svc.Name
-	ing.Namespace = svc.Namespace
-	ing.OwnerReferences = []metav1.OwnerReference{
-		*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service")),
-	}
-	if len(annotations) > 0 {
-		ing.Annotations = annotations
-	}
+	ing := &networkingv1.Ingress{ObjectMeta: ownedMeta(svc, annotations)}
 	if class != "" {
 		ing.Spec.IngressClassName = &class
 	}
@@ -326,19 +333,8 @@ func (b *Builder) Desired(svc *corev1.Service) (*networkingv1.Ingress, error) {
 // else the host template's rendering.
 func (b *Builder) host(svc *corev1.Service) (string, *Problem) {
 	if v, ok := svc.Annotations[AnnotationHost]; ok {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			return "", nil
-		}
-		if why := hostProblem(v); why != "" {
-			return "", &Problem{
-				Annotation: AnnotationHost,
-				Reason:     ReasonInvalidHost,
-				Message: fmt.Sprintf("annotation %s: %s %s%s; set a DNS name such as \"app.example.com\", a wildcard such as \"*.example.com\", or \"\" for a rule matching every host",
-					AnnotationHost, quote(v), why, lowerHint(v, hostProblem)),
-			}
-		}
-		return v, nil
+		return checkAnnotation(AnnotationHost, v, ReasonInvalidHost, hostProblem,
+			`set a DNS name such as "app.example.com", a wildcard such as "*.example.com", or "" for a rule matching every host`)
 	}
 	host, err := b.renderHost(hostTemplateData{Name: svc.Name, Namespace: svc.Namespace})
 	if err != nil {
@@ -581,15 +577,22 @@ func parseTLSSecret(ann map[string]string) (string, *Problem) {
 // parseName returns the value of annotation key, which must name an object
 // (a DNS subdomain) when not empty; fix says how to fix a bad one.
 func parseName(ann map[string]string, key, reason, fix string) (string, *Problem) {
-	v := strings.TrimSpace(ann[key])
+	return checkAnnotation(key, ann[key], reason, dnsSubdomainProblem, fix)
+}
+
+// checkAnnotation returns v, the value of annotation key without surrounding
+// white space, when it is empty or check finds no problem with it, else a
+// Problem of reason saying what check found, and fix.
+func checkAnnotation(key, v, reason string, check func(string) string, fix string) (string, *Problem) {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return "", nil
 	}
-	if why := dnsSubdomainProblem(v); why != "" {
+	if why := check(v); why != "" {
 		return "", &Problem{
 			Annotation: key,
 			Reason:     reason,
-			Message:    fmt.Sprintf("annotation %s: %s %s%s; %s", key, quote(v), why, lowerHint(v, dnsSubdomainProblem), fix),
+			Message:    fmt.Sprintf("annotation %s: %s %s%s; %s", key, quote(v), why, lowerHint(v, check), fix),
 		}
 	}
 	return v, nil

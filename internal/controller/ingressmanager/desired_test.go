@@ -268,33 +268,22 @@ func TestDesiredOptions(t *testing.T) {
 		{
 			name: "tls",
 			ann:  map[string]string{AnnotationHost: "shop.example.org", AnnotationTLSSecret: "shop-tls"},
-			edit: func(ing *networkingv1.Ingress) {
-				ing.Spec.Rules[0].Host = "shop.example.org"
-				ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"shop.example.org"}, SecretName: "shop-tls"}}
-			},
+			edit: hostTLS("shop.example.org", "shop-tls"),
 		},
 		{
 			name: "tls default host",
 			ann:  map[string]string{AnnotationTLSSecret: "example-tls"},
-			edit: func(ing *networkingv1.Ingress) {
-				ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"example.com"}, SecretName: "example-tls"}}
-			},
+			edit: hostTLS("example.com", "example-tls"),
 		},
 		{
 			name: "tls wildcard host",
 			ann:  map[string]string{AnnotationHost: "*.example.org", AnnotationTLSSecret: "wildcard"},
-			edit: func(ing *networkingv1.Ingress) {
-				ing.Spec.Rules[0].Host = "*.example.org"
-				ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"*.example.org"}, SecretName: "wildcard"}}
-			},
+			edit: hostTLS("*.example.org", "wildcard"),
 		},
 		{
 			name: "tls without host",
 			ann:  map[string]string{AnnotationHost: "", AnnotationTLSSecret: "default-cert"},
-			edit: func(ing *networkingv1.Ingress) {
-				ing.Spec.Rules[0].Host = ""
-				ing.Spec.TLS = []networkingv1.IngressTLS{{SecretName: "default-cert"}}
-			},
+			edit: hostTLS("", "default-cert"),
 		},
 		{
 			name: "empty tls secret means none",
@@ -377,6 +366,20 @@ func TestDesiredOptions(t *testing.T) {
 
 func setPort(ing *networkingv1.Ingress, n int32) {
 	ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port = networkingv1.ServiceBackendPort{Number: n}
+}
+
+// hostTLS is the edit of an Ingress whose rule has host and whose TLS
+// section covers it with secret (a rule without host: the TLS section
+// lists no hosts).
+func hostTLS(host, secret string) func(*networkingv1.Ingress) {
+	return func(ing *networkingv1.Ingress) {
+		ing.Spec.Rules[0].Host = host
+		tls := networkingv1.IngressTLS{SecretName: secret}
+		if host != "" {
+			tls.Hosts = []string{host}
+		}
+		ing.Spec.TLS = []networkingv1.IngressTLS{tls}
+	}
 }
 
 func TestDesiredDisabled(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -159,15 +158,7 @@ func (b *Builder) DesiredRoute(svc *corev1.Service) (*gatewayv1.HTTPRoute, []str
 		}
 	}
 
-	route := &gatewayv1.HTTPRoute{}
-	route.Name = svc.Name
-	route.Namespace = svc.Namespace
-	route.OwnerReferences = []metav1.OwnerReference{
-		*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service")),
-	}
-	if len(annotations) > 0 {
-		route.Annotations = annotations
-	}
+	route := &gatewayv1.HTTPRoute{ObjectMeta: ownedMeta(svc, annotations)}
 	parent := gatewayv1.ParentReference{
 		Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
 		Kind:  ptr.To(gatewayv1.Kind("Gateway")),

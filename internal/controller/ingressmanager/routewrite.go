@@ -1,7 +1,6 @@
 package ingressmanager
 
 import (
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -23,7 +22,9 @@ func RouteApplyConfiguration(desired *gatewayv1.HTTPRoute) (*gatewayv1ac.HTTPRou
 // routeWriter is the write path of HTTPRoutes (client may be nil for
 // needsUpdate alone).
 func routeWriter(client gatewayclient.Interface, fieldManager string, recorder record.EventRecorder) *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
-	routes := func(namespace string) typedClient[*gatewayv1.HTTPRoute] { return client.GatewayV1().HTTPRoutes(namespace) }
+	routes := func(namespace string) typedClient[*gatewayv1.HTTPRoute] {
+		return client.GatewayV1().HTTPRoutes(namespace)
+	}
 	return newWriter("HTTPRoute", routes, fieldManager, recorder, gatewayv1ac.HTTPRoute, gatewayv1ac.ExtractHTTPRoute,
 		func(ac *gatewayv1ac.HTTPRouteApplyConfiguration) { ac.Status = nil })
 }

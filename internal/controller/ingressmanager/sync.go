@@ -104,12 +104,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // HTTPRoute it replaces once the Ingress has an address.
 func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
 	desired, err := c.builder.Desired(svc)
-	var invalid *InvalidError
-	if errors.As(err, &invalid) {
-		// Bad input: tell the user on the Service, write nothing, do not
-		// retry (the fix is an edit of the Service, which requeues it).
-		r.warn(invalid.Reason, "", invalid.Message+"; the Ingress is left as it is until the annotations are fixed")
-		klog.FromContext(ctx).V(2).Info("Invalid ingress annotations", "reason", invalid.Reason, "message", invalid.Message)
+	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
 		return nil
 	}
 	if err != nil {
@@ -135,6 +130,20 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 	return c.route.delete(ctx, svc, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name))
 }
 
+// reportInvalid reports whether err is bad input (an InvalidError), and if
+// so tells the user on the Service, with meanwhile: what happens until it
+// is fixed. Nothing is written and nothing retried: the fix is an edit of
+// the Service, which requeues it.
+func reportInvalid(ctx context.Context, r *report, err error, meanwhile string) bool {
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) {
+		return false
+	}
+	r.warn(invalid.Reason, "", invalid.Message+"; "+meanwhile)
+	klog.FromContext(ctx).V(2).Info("Invalid ingress annotations", "reason", invalid.Reason, "message", invalid.Message)
+	return true
+}
+
 // ingressReady reports whether an Ingress controller took ing: it published
 // an address. Ingress has no condition saying more, so this is the signal
 // the move back from an HTTPRoute waits for.
@@ -146,10 +155,7 @@ func ingressReady(ing *networkingv1.Ingress) bool {
 // then removes the Ingress it replaces once the Gateway accepted the route.
 func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
 	desired, ignored, err := c.builder.DesiredRoute(svc)
-	var invalid *InvalidError
-	if errors.As(err, &invalid) {
-		r.warn(invalid.Reason, "", invalid.Message+"; nothing is changed until the annotations are fixed")
-		klog.FromContext(ctx).V(2).Info("Invalid ingress annotations for an HTTPRoute", "reason", invalid.Reason, "message", invalid.Message)
+	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
 		return nil
 	}
 	if err != nil {
