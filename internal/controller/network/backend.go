@@ -202,22 +202,19 @@ func Ensure(ctx context.Context, b Backend, desired Network) (*Network, Action, 
 
 // SameCIDR reports whether a and b are the same CIDR, comparing parsed
 // values when both parse (so a backend's spelling does not matter).
-func SameCIDR(a, b string) bool {
-	if a == b {
-		return true
-	}
-	pa, errA := netip.ParsePrefix(a)
-	pb, errB := netip.ParsePrefix(b)
-	return errA == nil && errB == nil && pa == pb
-}
+func SameCIDR(a, b string) bool { return sameParsed(a, b, netip.ParsePrefix) }
 
 // SameIP reports whether a and b are the same IP address, comparing parsed
 // values when both parse.
-func SameIP(a, b string) bool {
+func SameIP(a, b string) bool { return sameParsed(a, b, netip.ParseAddr) }
+
+// sameParsed reports whether a and b are equal as text or both parse, with
+// parse, to equal values.
+func sameParsed[T comparable](a, b string, parse func(string) (T, error)) bool {
 	if a == b {
 		return true
 	}
-	ia, errA := netip.ParseAddr(a)
-	ib, errB := netip.ParseAddr(b)
-	return errA == nil && errB == nil && ia == ib
+	pa, errA := parse(a)
+	pb, errB := parse(b)
+	return errA == nil && errB == nil && pa == pb
 }

@@ -148,6 +148,20 @@ func listUIDs(t *testing.T, ctx context.Context, b network.Backend) []types.UID 
 	return uids
 }
 
+// createInterrupted creates d with InterruptNextCreate armed, so that the
+// backend is left with d's network and no subnet; it skips t when the backend
+// cannot interrupt a Create.
+func createInterrupted(t *testing.T, ctx context.Context, s Setup, d network.Network) {
+	t.Helper()
+	if s.InterruptNextCreate == nil {
+		t.Skip("the backend cannot interrupt a Create")
+	}
+	s.InterruptNextCreate(t)
+	if got, err := s.Backend.Create(ctx, d); err == nil {
+		t.Fatalf("interrupted Create succeeded: %+v", got)
+	}
+}
+
 func writes(s Setup) int {
 	if s.Writes == nil {
 		return 0
@@ -213,14 +227,8 @@ func testCreateIdempotent(t *testing.T, ctx context.Context, s Setup) {
 }
 
 func testCreateCompletes(t *testing.T, ctx context.Context, s Setup) {
-	if s.InterruptNextCreate == nil {
-		t.Skip("the backend cannot interrupt a Create")
-	}
 	d := desired(1, "10.2.0.0/16", "10.2.0.1")
-	s.InterruptNextCreate(t)
-	if got, err := s.Backend.Create(ctx, d); err == nil {
-		t.Fatalf("interrupted Create succeeded: %+v", got)
-	}
+	createInterrupted(t, ctx, s, d)
 	partial, err := s.Backend.Get(ctx, d.UID)
 	if err != nil {
 		t.Fatalf("Get after an interrupted Create: %v (want the network without subnet)", err)
@@ -238,8 +246,7 @@ func testCreateCompletes(t *testing.T, ctx context.Context, s Setup) {
 	}
 	// Ensure does the same from the partial state.
 	d2 := desired(2, "10.3.0.0/16", "10.3.0.1")
-	s.InterruptNextCreate(t)
-	_, _ = s.Backend.Create(ctx, d2)
+	createInterrupted(t, ctx, s, d2)
 	got2, action, err := network.Ensure(ctx, s.Backend, d2)
 	if err != nil || action != network.ActionCreated {
 		t.Fatalf("Ensure after an interrupted Create = %v, %q; want created", err, action)
@@ -339,12 +346,8 @@ func testDeleteAbsent(t *testing.T, ctx context.Context, s Setup) {
 }
 
 func testDeleteInterrupted(t *testing.T, ctx context.Context, s Setup) {
-	if s.InterruptNextCreate == nil {
-		t.Skip("the backend cannot interrupt a Create")
-	}
 	d := desired(1, "10.10.0.0/16", "10.10.0.1")
-	s.InterruptNextCreate(t)
-	_, _ = s.Backend.Create(ctx, d)
+	createInterrupted(t, ctx, s, d)
 	if err := s.Backend.Delete(ctx, d); err != nil {
 		t.Fatalf("Delete of an interrupted Create: %v", err)
 	}

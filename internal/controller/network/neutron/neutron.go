@@ -33,6 +33,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -317,28 +318,26 @@ func (b *Backend) withTimeout(ctx context.Context) (context.Context, context.Can
 
 func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
 	opts.ProjectID = b.projectID
-	pages, err := networks.List(b.client, opts).AllPages(ctx)
-	if err != nil {
-		return nil, classifyList("list networks", err)
-	}
-	nets, err := networks.ExtractNetworks(pages)
-	if err != nil {
-		return nil, classify("list networks", err)
-	}
-	return nets, nil
+	return listAll(ctx, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
 }
 
 func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
 	opts.ProjectID = b.projectID
-	pages, err := subnets.List(b.client, opts).AllPages(ctx)
+	return listAll(ctx, "list subnets", subnets.List(b.client, opts), subnets.ExtractSubnets)
+}
+
+// listAll fetches every page of pager and extracts its items, classifying
+// the errors as operation op.
+func listAll[T any](ctx context.Context, op string, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
+	pages, err := pager.AllPages(ctx)
 	if err != nil {
-		return nil, classifyList("list subnets", err)
+		return nil, classifyList(op, err)
 	}
-	subs, err := subnets.ExtractSubnets(pages)
+	items, err := extract(pages)
 	if err != nil {
-		return nil, classify("list subnets", err)
+		return nil, classify(op, err)
 	}
-	return subs, nil
+	return items, nil
 }
 
 // findNetworks returns the networks tagged with uid, oldest first.

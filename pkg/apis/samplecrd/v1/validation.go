@@ -29,47 +29,30 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	cidrPath, gwPath := p.Child("cidr"), p.Child("gateway")
 
-	prefix, cidrOK := netip.Prefix{}, false
+	var cidrOK, gwOK bool
+	prefix, err := parseField(cidrPath, spec.CIDR, MaxCIDRLength, cidrUsage, parseCIDR)
 	switch {
-	case spec.CIDR == "":
-		errs = append(errs, field.Required(cidrPath, "cidr must be an IPv4 or IPv6 network in CIDR notation, such as 192.168.0.0/16 or fd00:10::/64"))
-	case len(spec.CIDR) > MaxCIDRLength:
-		errs = append(errs, field.TooLong(cidrPath, "", MaxCIDRLength))
+	case err != nil:
+		errs = append(errs, err)
+	case prefix.Masked() != prefix:
+		errs = append(errs, field.Invalid(cidrPath, spec.CIDR,
+			fmt.Sprintf("cidr %s has host bits set: write the network address, with every bit after the prefix length zero (e.g. 192.168.0.0/16, not 192.168.0.1/16); did you mean %s?", spec.CIDR, prefix.Masked())))
+	case prefix.String() != spec.CIDR:
+		errs = append(errs, field.Invalid(cidrPath, spec.CIDR,
+			fmt.Sprintf("cidr %s is not in canonical form: write IPv6 in lowercase, without leading zeros, with the longest run of zero groups written as :: (e.g. fd00:10::/64); did you mean %s?", spec.CIDR, prefix)))
 	default:
-		var err error
-		prefix, err = parseCIDR(spec.CIDR)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(cidrPath, spec.CIDR, "cidr must be an IPv4 or IPv6 network in CIDR notation, such as 192.168.0.0/16 or fd00:10::/64"))
-		case prefix.Masked() != prefix:
-			errs = append(errs, field.Invalid(cidrPath, spec.CIDR,
-				fmt.Sprintf("cidr %s has host bits set: write the network address, with every bit after the prefix length zero (e.g. 192.168.0.0/16, not 192.168.0.1/16); did you mean %s?", spec.CIDR, prefix.Masked())))
-		case prefix.String() != spec.CIDR:
-			errs = append(errs, field.Invalid(cidrPath, spec.CIDR,
-				fmt.Sprintf("cidr %s is not in canonical form: write IPv6 in lowercase, without leading zeros, with the longest run of zero groups written as :: (e.g. fd00:10::/64); did you mean %s?", spec.CIDR, prefix)))
-		default:
-			cidrOK = true
-		}
+		cidrOK = true
 	}
 
-	addr, gwOK := netip.Addr{}, false
+	addr, err := parseField(gwPath, spec.Gateway, MaxGatewayLength, gatewayUsage, parseIP)
 	switch {
-	case spec.Gateway == "":
-		errs = append(errs, field.Required(gwPath, "gateway must be an IPv4 or IPv6 address, such as 192.168.0.1 or fd00:10::1"))
-	case len(spec.Gateway) > MaxGatewayLength:
-		errs = append(errs, field.TooLong(gwPath, "", MaxGatewayLength))
+	case err != nil:
+		errs = append(errs, err)
+	case addr.String() != spec.Gateway:
+		errs = append(errs, field.Invalid(gwPath, spec.Gateway,
+			fmt.Sprintf("gateway %s is not in canonical form: write IPv6 in lowercase, without leading zeros, with the longest run of zero groups written as :: (e.g. fd00:10::1); did you mean %s?", spec.Gateway, addr)))
 	default:
-		var err error
-		addr, err = parseIP(spec.Gateway)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(gwPath, spec.Gateway, "gateway must be an IPv4 or IPv6 address, such as 192.168.0.1 or fd00:10::1"))
-		case addr.String() != spec.Gateway:
-			errs = append(errs, field.Invalid(gwPath, spec.Gateway,
-				fmt.Sprintf("gateway %s is not in canonical form: write IPv6 in lowercase, without leading zeros, with the longest run of zero groups written as :: (e.g. fd00:10::1); did you mean %s?", spec.Gateway, addr)))
-		default:
-			gwOK = true
-		}
+		gwOK = true
 	}
 
 	if cidrOK && gwOK {
@@ -84,6 +67,31 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// What a cidr and a gateway must be, for a missing or unparsable one.
+const (
+	cidrUsage    = "cidr must be an IPv4 or IPv6 network in CIDR notation, such as 192.168.0.0/16 or fd00:10::/64"
+	gatewayUsage = "gateway must be an IPv4 or IPv6 address, such as 192.168.0.1 or fd00:10::1"
+)
+
+// parseField parses value, the required field at p, with parse after the
+// checks the schema makes first (required, maxLength). The error is nil when
+// it parsed, else about the first problem; usage is its message for an empty
+// or unparsable value.
+func parseField[T any](p *field.Path, value string, maxLength int, usage string, parse func(string) (T, error)) (T, *field.Error) {
+	var zero T
+	switch {
+	case value == "":
+		return zero, field.Required(p, usage)
+	case len(value) > maxLength:
+		return zero, field.TooLong(p, "", maxLength)
+	}
+	v, err := parse(value)
+	if err != nil {
+		return zero, field.Invalid(p, value, usage)
+	}
+	return v, nil
 }
 
 // parseIP parses an IP address the way the Kubernetes CEL library's isIP and

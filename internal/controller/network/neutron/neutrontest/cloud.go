@@ -29,6 +29,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 )
@@ -247,25 +248,24 @@ func (c *Cloud) CleanupManagedBy(t testing.TB, managedBy string) {
 // (comma-separated; "" for all).
 func (c *Cloud) Networks(t testing.TB, client *gophercloud.ServiceClient, tags string) []networks.Network {
 	t.Helper()
-	pages, err := networks.List(client, networks.ListOpts{Tags: tags}).AllPages(context.Background())
-	if err != nil {
-		t.Fatalf("listing networks: %v", err)
-	}
-	out, err := networks.ExtractNetworks(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return listAll(t, "networks", networks.List(client, networks.ListOpts{Tags: tags}), networks.ExtractNetworks)
 }
 
 // Subnets lists, through client, the subnets of network networkID.
 func (c *Cloud) Subnets(t testing.TB, client *gophercloud.ServiceClient, networkID string) []subnets.Subnet {
 	t.Helper()
-	pages, err := subnets.List(client, subnets.ListOpts{NetworkID: networkID}).AllPages(context.Background())
+	return listAll(t, "subnets", subnets.List(client, subnets.ListOpts{NetworkID: networkID}), subnets.ExtractSubnets)
+}
+
+// listAll fetches every page of pager and extracts its items (what they
+// are, in the plural, for the failure message).
+func listAll[T any](t testing.TB, what string, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) []T {
+	t.Helper()
+	pages, err := pager.AllPages(context.Background())
 	if err != nil {
-		t.Fatalf("listing subnets: %v", err)
+		t.Fatalf("listing %s: %v", what, err)
 	}
-	out, err := subnets.ExtractSubnets(pages)
+	out, err := extract(pages)
 	if err != nil {
 		t.Fatal(err)
 	}

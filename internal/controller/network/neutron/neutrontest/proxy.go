@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,10 +33,11 @@ type Proxy struct {
 	// URL is the proxy's base URL.
 	URL string
 
-	srv      *httptest.Server
-	mu       sync.Mutex
-	latency  time.Duration
-	down     bool
+	srv     *httptest.Server
+	latency atomic.Int64 // a time.Duration
+	down    atomic.Bool
+
+	mu       sync.Mutex // guards the fields below
 	failNext []int
 	routes   map[string]*routeFault
 	counts   map[string]int
@@ -167,8 +169,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	rt := route(r)
 	p.mu.Lock()
 	p.counts[rt]++
-	latency, down := p.latency, p.down
 	p.mu.Unlock()
+	latency, down := time.Duration(p.latency.Load()), p.down.Load()
 
 	if latency > 0 {
 		timer := time.NewTimer(latency)
@@ -214,19 +216,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 }
 
 // SetLatency delays every request by d (0 removes it).
-func (p *Proxy) SetLatency(d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.latency = d
-}
+func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
 // SetDown makes the proxy drop every request (connection closed, no
 // response) until SetDown(false).
-func (p *Proxy) SetDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-}
+func (p *Proxy) SetDown(down bool) { p.down.Store(down) }
 
 // FailNext makes the next n Neutron API requests fail with status.
 func (p *Proxy) FailNext(n, status int) {
@@ -248,10 +242,11 @@ func (p *Proxy) FailRoute(route string, status, n int) {
 
 // ClearFaults removes every fault.
 func (p *Proxy) ClearFaults() {
+	p.SetLatency(0)
+	p.SetDown(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.latency, p.down, p.failNext = 0, false, nil
-	p.routes = map[string]*routeFault{}
+	p.failNext, p.routes = nil, map[string]*routeFault{}
 }
 
 // Count returns how many requests route received (faulted ones too).
