@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,7 +143,7 @@ func (e *env) webService(name string, ann map[string]string) (*corev1.Service, *
 func (e *env) waitNoIngress(name, what string) {
 	e.t.Helper()
 	start := time.Now()
-	framework.WaitNoIngress(e.t, e.client, e.ns, name, what)
+	framework.WaitGone(e.t, what, framework.Get(e.client.NetworkingV1().Ingresses(e.ns).Get, name))
 	e.t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
 }
 
@@ -278,19 +277,7 @@ func (e *env) waitSynced(name string, n int) {
 // contains every one of contains.
 func (e *env) waitEvent(name, eventType, reason string, contains ...string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range list.Items {
-			if ev.InvolvedObject.Kind == "Service" && ev.InvolvedObject.Name == name && ev.Type == eventType && ev.Reason == reason &&
-				!slices.ContainsFunc(contains, func(c string) bool { return !strings.Contains(ev.Message, c) }) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	framework.WaitEvent(e.t, e.client, timeout, e.ns, "Service", name, eventType, reason, contains...)
 }
 
 // selfSignedCert returns a self-signed certificate for host and its PEM
