@@ -8,7 +8,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -104,22 +103,10 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "local-up: starting the manager:", err)
 		return 1
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for {
-		select {
-		case sig := <-sigs:
-			_ = cmd.Process.Signal(sig)
-		case err := <-done:
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				return exit.ExitCode()
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "local-up: manager:", err)
-				return 1
-			}
-			return 0
-		}
+	code, err := framework.WaitForwarding(cmd, sigs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "local-up: manager:", err)
+		return 1
 	}
+	return code
 }

@@ -42,6 +42,12 @@ func newTestContext(t *testing.T) (klog.Logger, context.Context) {
 	return logger, klog.NewContext(context.Background(), logger)
 }
 
+// newTestLoop returns a Loop of string keys named name, with a queue of the
+// same name, running sync.
+func newTestLoop(name string, sync func(context.Context, string) error) *Loop[string] {
+	return &Loop[string]{Name: name, Queue: NewQueue[string](name), Sync: sync}
+}
+
 func logContains(logger klog.Logger, s string) bool {
 	return strings.Contains(logger.GetSink().(ktesting.Underlier).GetBuffer().String(), s)
 }
@@ -49,15 +55,11 @@ func logContains(logger klog.Logger, s string) bool {
 func TestLoopRetriesThenDrops(t *testing.T) {
 	logger, ctx := newTestContext(t)
 	var calls atomic.Int32
-	l := &Loop[string]{
-		Name:       "test-drop",
-		Queue:      NewQueue[string]("test-drop"),
-		MaxRetries: 5,
-		Sync: func(context.Context, string) error {
-			calls.Add(1)
-			return errors.New("boom")
-		},
-	}
+	l := newTestLoop("test-drop", func(context.Context, string) error {
+		calls.Add(1)
+		return errors.New("boom")
+	})
+	l.MaxRetries = 5
 	stop, _ := runLoop(ctx, l, 2)
 	l.Queue.Add("ns/bad")
 	waitFor(t, "the key to be dropped", func() bool { return logContains(logger, "Dropping key out of the queue") })
@@ -80,18 +82,14 @@ func TestLoopRecoversAfterFailures(t *testing.T) {
 	_, ctx := newTestContext(t)
 	var calls atomic.Int32
 	succeeded := make(chan struct{})
-	l := &Loop[string]{
-		Name:       "test-recover",
-		Queue:      NewQueue[string]("test-recover"),
-		MaxRetries: 5,
-		Sync: func(context.Context, string) error {
-			if calls.Add(1) <= 3 {
-				return errors.New("transient")
-			}
-			close(succeeded)
-			return nil
-		},
-	}
+	l := newTestLoop("test-recover", func(context.Context, string) error {
+		if calls.Add(1) <= 3 {
+			return errors.New("transient")
+		}
+		close(succeeded)
+		return nil
+	})
+	l.MaxRetries = 5
 	stop, _ := runLoop(ctx, l, 1)
 	defer stop(nil)
 	l.Queue.Add("ns/flaky")
@@ -109,16 +107,12 @@ func TestLoopRecoversAfterFailures(t *testing.T) {
 func TestLoopUnlimitedRetriesAndPanics(t *testing.T) {
 	logger, ctx := newTestContext(t)
 	var calls atomic.Int32
-	l := &Loop[string]{
-		Name:  "test-panic",
-		Queue: NewQueue[string]("test-panic"),
-		Sync: func(context.Context, string) error {
-			if calls.Add(1) <= 7 { // more than pod-logger's cap: no cap here
-				panic("bad object")
-			}
-			return nil
-		},
-	}
+	l := newTestLoop("test-panic", func(context.Context, string) error {
+		if calls.Add(1) <= 7 { // more than pod-logger's cap: no cap here
+			panic("bad object")
+		}
+		return nil
+	})
 	stop, _ := runLoop(ctx, l, 1)
 	defer stop(nil)
 	l.Queue.Add("ns/panicky")
@@ -135,20 +129,16 @@ func TestLoopDrainsInFlightWork(t *testing.T) {
 	release := make(chan struct{})
 	var syncCtxErr atomic.Value
 	var processed sync.Map
-	l := &Loop[string]{
-		Name:         "test-drain",
-		Queue:        NewQueue[string]("test-drain"),
-		DrainTimeout: time.Hour,
-		Sync: func(ctx context.Context, key string) error {
-			processed.Store(key, true)
-			if key == "in-flight" {
-				close(started)
-				<-release
-				syncCtxErr.Store(errOrNil{ctx.Err()})
-			}
-			return nil
-		},
-	}
+	l := newTestLoop("test-drain", func(ctx context.Context, key string) error {
+		processed.Store(key, true)
+		if key == "in-flight" {
+			close(started)
+			<-release
+			syncCtxErr.Store(errOrNil{ctx.Err()})
+		}
+		return nil
+	})
+	l.DrainTimeout = time.Hour
 	stop, done := runLoop(ctx, l, 1)
 	l.Queue.Add("in-flight")
 	<-started
@@ -177,17 +167,13 @@ func TestLoopDrainTimeoutCancelsInFlightWork(t *testing.T) {
 	_, ctx := newTestContext(t)
 	started := make(chan struct{})
 	var cancelled atomic.Bool
-	l := &Loop[string]{
-		Name:         "test-drain-timeout",
-		Queue:        NewQueue[string]("test-drain-timeout"),
-		DrainTimeout: 50 * time.Millisecond,
-		Sync: func(ctx context.Context, _ string) error {
-			close(started)
-			<-ctx.Done() // a sync that never ends by itself
-			cancelled.Store(true)
-			return ctx.Err()
-		},
-	}
+	l := newTestLoop("test-drain-timeout", func(ctx context.Context, _ string) error {
+		close(started)
+		<-ctx.Done() // a sync that never ends by itself
+		cancelled.Store(true)
+		return ctx.Err()
+	})
+	l.DrainTimeout = 50 * time.Millisecond
 	stop, _ := runLoop(ctx, l, 1)
 	l.Queue.Add("stuck")
 	<-started
@@ -201,20 +187,16 @@ func TestLoopRequeueAfter(t *testing.T) {
 	_, ctx := newTestContext(t)
 	var calls atomic.Int32
 	var first, second atomic.Int64
-	l := &Loop[string]{
-		Name:  "test-requeue-after",
-		Queue: NewQueue[string]("test-requeue-after"),
-		Sync: func(context.Context, string) error {
-			switch calls.Add(1) {
-			case 1:
-				first.Store(time.Now().UnixNano())
-				return &RequeueAfter{Delay: 100 * time.Millisecond, Err: errors.New("permanent problem")}
-			default:
-				second.Store(time.Now().UnixNano())
-				return nil
-			}
-		},
-	}
+	l := newTestLoop("test-requeue-after", func(context.Context, string) error {
+		switch calls.Add(1) {
+		case 1:
+			first.Store(time.Now().UnixNano())
+			return &RequeueAfter{Delay: 100 * time.Millisecond, Err: errors.New("permanent problem")}
+		default:
+			second.Store(time.Now().UnixNano())
+			return nil
+		}
+	})
 	stop, _ := runLoop(ctx, l, 1)
 	defer stop(nil)
 	l.Queue.Add("k")

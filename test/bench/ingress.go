@@ -172,10 +172,7 @@ func (r *run) readdAndRecreate(ctx context.Context) error {
 	return r.withManager(ctx, "services", func(mgr *managerProcess) error {
 		ctx2, cancel := context.WithTimeout(ctx, r.cfg.GCWait+r.cfg.phaseTimeout())
 		defer cancel()
-		if _, err := mgr.waitReady(ctx2); err != nil {
-			return err
-		}
-		if err := mgr.idle(ctx2); err != nil {
+		if err := mgr.readyIdle(ctx2); err != nil {
 			return err
 		}
 		since, err := mgr.gcCycles(ctx2)
@@ -470,10 +467,7 @@ func (r *run) steady(ctx context.Context) error {
 	return r.withManager(ctx, "steady", func(mgr *managerProcess) error {
 		ctx2, cancel := context.WithTimeout(ctx, cfg.phaseTimeout())
 		defer cancel()
-		if _, err := mgr.waitReady(ctx2); err != nil {
-			return err
-		}
-		if err := mgr.idle(ctx2); err != nil {
+		if err := mgr.readyIdle(ctx2); err != nil {
 			return err
 		}
 		return r.runRates(ctx, mgr, rates, counts)

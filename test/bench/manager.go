@@ -202,6 +202,15 @@ func (p *managerProcess) syncs(ctx context.Context) (int64, error) {
 	return int64(m.sum("controller_reconcile_total", map[string]string{"controller": "ingress-manager"})), nil
 }
 
+// readyIdle waits until the manager is ready, then until it is idle: the
+// start of a phase that measures only what comes after.
+func (p *managerProcess) readyIdle(ctx context.Context) error {
+	if _, err := p.waitReady(ctx); err != nil {
+		return err
+	}
+	return p.idle(ctx)
+}
+
 // idle waits until the manager's queue is empty and nothing is in flight.
 func (p *managerProcess) idle(ctx context.Context) error {
 	for {

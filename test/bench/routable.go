@@ -117,10 +117,7 @@ func (r *run) routable(ctx context.Context) error {
 	return r.withManager(ctx, "routable", func(mgr *managerProcess) error {
 		ctx, cancel := context.WithTimeout(ctx, cfg.phaseTimeout())
 		defer cancel()
-		if _, err := mgr.waitReady(ctx); err != nil {
-			return err
-		}
-		if err := mgr.idle(ctx); err != nil {
+		if err := mgr.readyIdle(ctx); err != nil {
 			return err
 		}
 		return measureRoutable(ctx, r, w, tr, backend, names, res)

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 )
@@ -92,23 +90,4 @@ func RemoveHTTPRoutes(ctx context.Context, cfg *rest.Config) error {
 		served, err := ingressmanager.HTTPRoutesServed(disc)
 		return err == nil && !served, nil
 	})
-}
-
-// WaitHTTPRoute waits until HTTPRoute ns/name exists and check (when not
-// nil) accepts it, and returns it.
-func WaitHTTPRoute(t testing.TB, client gatewayclient.Interface, ns, name, what string, check func(*gatewayv1.HTTPRoute) error) *gatewayv1.HTTPRoute {
-	t.Helper()
-	return WaitObject(t, what, getHTTPRoute(client, ns, name), check)
-}
-
-// WaitNoHTTPRoute waits until HTTPRoute ns/name is gone.
-func WaitNoHTTPRoute(t testing.TB, client gatewayclient.Interface, ns, name, what string) {
-	t.Helper()
-	WaitGone(t, what, getHTTPRoute(client, ns, name))
-}
-
-func getHTTPRoute(client gatewayclient.Interface, ns, name string) func(ctx context.Context) (*gatewayv1.HTTPRoute, error) {
-	return func(ctx context.Context) (*gatewayv1.HTTPRoute, error) {
-		return client.GatewayV1().HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
-	}
 }

@@ -2,10 +2,14 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,21 +109,39 @@ func WaitGone[T any](t testing.TB, what string, get func(ctx context.Context) (T
 	})
 }
 
+// Get binds a typed client's Get to name, for WaitObject and WaitGone:
+// Get(client.NetworkingV1().Ingresses(ns).Get, name).
+func Get[T any](get func(context.Context, string, metav1.GetOptions) (T, error), name string) func(context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) { return get(ctx, name, metav1.GetOptions{}) }
+}
+
 // WaitIngress waits until Ingress ns/name exists and check (when not nil)
 // accepts it, and returns it.
 func WaitIngress(t testing.TB, client kubernetes.Interface, ns, name, what string, check func(*networkingv1.Ingress) error) *networkingv1.Ingress {
 	t.Helper()
-	return WaitObject(t, what, getIngress(client, ns, name), check)
+	return WaitObject(t, what, Get(client.NetworkingV1().Ingresses(ns).Get, name), check)
 }
 
-// WaitNoIngress waits until Ingress ns/name is gone.
-func WaitNoIngress(t testing.TB, client kubernetes.Interface, ns, name, what string) {
+// WaitEvent waits up to timeout for an Event in ns of eventType and reason
+// on the object kind/name whose message contains every one of contains,
+// and returns it.
+func WaitEvent(t testing.TB, client kubernetes.Interface, timeout time.Duration, ns, kind, name, eventType, reason string, contains ...string) *corev1.Event {
 	t.Helper()
-	WaitGone(t, what, getIngress(client, ns, name))
-}
-
-func getIngress(client kubernetes.Interface, ns, name string) func(ctx context.Context) (*networkingv1.Ingress, error) {
-	return func(ctx context.Context) (*networkingv1.Ingress, error) {
-		return client.NetworkingV1().Ingresses(ns).Get(ctx, name, metav1.GetOptions{})
-	}
+	var found *corev1.Event
+	Eventually(t, timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			ev := &list.Items[i]
+			if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && ev.Type == eventType && ev.Reason == reason &&
+				!slices.ContainsFunc(contains, func(c string) bool { return !strings.Contains(ev.Message, c) }) {
+				found = ev
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
 }

@@ -30,12 +30,12 @@ func (e *env) gateway() gatewayclient.Interface {
 // waitRoute waits until the HTTPRoute name exists and check accepts it.
 func (e *env) waitRoute(name, what string, check func(*gatewayv1.HTTPRoute) error) *gatewayv1.HTTPRoute {
 	e.t.Helper()
-	return framework.WaitHTTPRoute(e.t, e.gateway(), e.ns, name, what, check)
+	return framework.WaitObject(e.t, what, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.ns).Get, name), check)
 }
 
 func (e *env) waitNoRoute(name, what string) {
 	e.t.Helper()
-	framework.WaitNoHTTPRoute(e.t, e.gateway(), e.ns, name, what)
+	framework.WaitGone(e.t, what, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.ns).Get, name))
 }
 
 // setRouteCondition writes the route's status for Gateway gw (in the test

@@ -88,30 +88,14 @@ func (e *env) waitIngress(name, what string, check func(*networkingv1.Ingress) e
 
 func (e *env) waitNoIngress(name, what string) {
 	e.t.Helper()
-	framework.WaitNoIngress(e.t, e.client, e.ns, name, what)
+	framework.WaitGone(e.t, what, framework.Get(e.client.NetworkingV1().Ingresses(e.ns).Get, name))
 }
 
 // waitEvent waits for an Event of reason on the Service name whose message
 // contains msg, and returns it.
 func (e *env) waitEvent(name, eventType, reason, msg string) *corev1.Event {
 	e.t.Helper()
-	var found *corev1.Event
-	framework.Eventually(e.t, framework.Timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for i := range list.Items {
-			ev := &list.Items[i]
-			if ev.InvolvedObject.Kind == "Service" && ev.InvolvedObject.Name == name && ev.Type == eventType &&
-				ev.Reason == reason && strings.Contains(ev.Message, msg) {
-				found = ev
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return found
+	return framework.WaitEvent(e.t, e.client, framework.Timeout, e.ns, "Service", name, eventType, reason, msg)
 }
 
 // waitSynced waits until the manager synced the Service key n times in all.

@@ -142,21 +142,27 @@ func (e *env) waitGone(name string) {
 	})
 }
 
+// deleteWhileStopped stops the manager, deletes Network name, checks that
+// the finalizer holds it while nothing runs, restarts the manager with
+// start and waits until the Network is gone.
+func (e *env) deleteWhileStopped(name string, start func()) {
+	e.t.Helper()
+	if err := e.m.Stop(); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.client.SamplecrdV1().Networks(e.ns).Get(e.ctx, name, metav1.GetOptions{}); err != nil {
+		e.t.Fatalf("the finalizer did not hold Network %s while the manager was down: %v", name, err)
+	}
+	start()
+	e.waitGone(name)
+}
+
 func (e *env) waitEvent(name, eventType, reason, msg string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
-		list, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range list.Items {
-			if ev.InvolvedObject.Kind == "Network" && ev.InvolvedObject.Name == name && ev.Type == eventType &&
-				ev.Reason == reason && strings.Contains(ev.Message, msg) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	framework.WaitEvent(e.t, e.kube, timeout, e.ns, "Network", name, eventType, reason, msg)
 }
 
 func TestSeedNetworkLifecycle(t *testing.T) {
@@ -242,17 +248,7 @@ func TestDeleteWhileStoppedAndRestartWritesNothing(t *testing.T) {
 
 	// Delete while the controller is stopped: the finalizer holds the
 	// Network, and the restarted controller cleans up.
-	if err := e.m.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "a", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.client.SamplecrdV1().Networks(e.ns).Get(e.ctx, "a", metav1.GetOptions{}); err != nil {
-		t.Fatalf("the finalizer did not hold the Network while the controller was down: %v", err)
-	}
-	e.start()
-	e.waitGone("a")
+	e.deleteWhileStopped("a", func() { e.start() })
 	if _, err := mem.Get(e.ctx, a.UID); !network.IsNotFound(err) {
 		t.Errorf("backend network of a deleted Network remains: %v", err)
 	}
@@ -519,14 +515,7 @@ func TestNeutronBackend(t *testing.T) {
 
 	// Delete while the manager is stopped: the finalizer holds the Network,
 	// the restarted manager deletes its network and subnet.
-	if err := e.m.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "example-network", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	start()
-	e.waitGone("example-network")
+	e.deleteWhileStopped("example-network", start)
 	if left := cloud.Networks(t, member, ours); len(left) != 0 {
 		t.Errorf("Neutron networks of ours after the delete: %+v", left)
 	}

@@ -11,12 +11,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/app"
@@ -144,7 +143,7 @@ func (e *env) webService(name string, ann map[string]string) (*corev1.Service, *
 func (e *env) waitNoIngress(name, what string) {
 	e.t.Helper()
 	start := time.Now()
-	framework.WaitNoIngress(e.t, e.client, e.ns, name, what)
+	framework.WaitGone(e.t, what, framework.Get(e.client.NetworkingV1().Ingresses(e.ns).Get, name))
 	e.t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
 }
 
@@ -278,52 +277,24 @@ func (e *env) waitSynced(name string, n int) {
 // contains every one of contains.
 func (e *env) waitEvent(name, eventType, reason string, contains ...string) {
 	e.t.Helper()
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range list.Items {
-			if ev.InvolvedObject.Kind == "Service" && ev.InvolvedObject.Name == name && ev.Type == eventType && ev.Reason == reason &&
-				!slices.ContainsFunc(contains, func(c string) bool { return !strings.Contains(ev.Message, c) }) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	framework.WaitEvent(e.t, e.client, timeout, e.ns, "Service", name, eventType, reason, contains...)
 }
 
-// selfSignedCert returns a self-signed certificate for host and its PEM
-// certificate and key.
+// selfSignedCert returns a self-signed certificate for host (its common
+// and only DNS name) and its PEM certificate and key.
 func selfSignedCert(t *testing.T, host string) (*x509.Certificate, []byte, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: host, Organization: []string{"traffic test"}},
-		DNSNames:              []string{host},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	c, err := cert.NewSelfSignedCACert(cert.Config{CommonName: host, Organization: []string{"traffic test"}}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := x509.ParseCertificate(der)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return c, pem.EncodeToMemory(&pem.Block{Type: cert.CertificateBlockType, Bytes: c.Raw}), keyPEM
 }

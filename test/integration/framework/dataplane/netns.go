@@ -13,15 +13,15 @@
 package dataplane
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 // BackendIP is the address backends listen on and EndpointSlices carry. It
@@ -119,26 +119,14 @@ func reexecInNamespace() (int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for {
-		select {
-		case sig := <-sigs:
-			_ = cmd.Process.Signal(sig)
-		case err := <-done:
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				if exit.ExitCode() < 0 {
-					fmt.Fprintf(os.Stderr, "dataplane: the test process in the network namespace ended: %v\n", strings.TrimSpace(exit.String()))
-					return 1, nil
-				}
-				return exit.ExitCode(), nil
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "dataplane: waiting for the test process in the network namespace: %v\n", err)
-				return 1, nil
-			}
-			return 0, nil
-		}
+	code, err := framework.WaitForwarding(cmd, sigs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dataplane: waiting for the test process in the network namespace: %v\n", err)
+		return 1, nil
 	}
+	if code < 0 {
+		fmt.Fprintf(os.Stderr, "dataplane: the test process in the network namespace ended: %v\n", cmd.ProcessState)
+		return 1, nil
+	}
+	return code, nil
 }
