@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -169,29 +168,6 @@ func CreateNamespace(t testing.TB, client kubernetes.Interface) string {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	return ns.Name
-}
-
-// Eventually polls cond every 20ms until it returns true, returns an error,
-// or timeout passes; the test fails with msg on timeout or error.
-func Eventually(t testing.TB, timeout time.Duration, msg string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		if lastErr != nil {
-			t.Fatalf("%s: not true within %v (last error: %v)", msg, timeout, lastErr)
-		}
-		t.Fatalf("%s: not true within %v", msg, timeout)
-	}
 }
 
 // Config returns a copy of cfg with high client-side limits, as the manager uses.

@@ -365,27 +365,19 @@ type forbiddenRecorder struct {
 // wrap returns a copy of cfg whose responses are checked (after cfg's own
 // WrapTransport, which keeps working as before).
 func (f *forbiddenRecorder) wrap(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	inner := c.WrapTransport
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if inner != nil {
-			rt = inner(rt)
-		}
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if err == nil && resp.StatusCode == http.StatusForbidden {
-				r := req.Method + " " + req.URL.Path
-				if req.URL.Query().Get("watch") == "true" {
-					r += "?watch=true"
-				}
-				f.mu.Lock()
-				f.reqs = append(f.reqs, r)
-				f.mu.Unlock()
+	return Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			r := req.Method + " " + req.URL.Path
+			if req.URL.Query().Get("watch") == "true" {
+				r += "?watch=true"
 			}
-			return resp, err
-		})
-	}
-	return c
+			f.mu.Lock()
+			f.reqs = append(f.reqs, r)
+			f.mu.Unlock()
+		}
+		return resp, err
+	})
 }
 
 func (f *forbiddenRecorder) list() []string {
@@ -393,7 +385,3 @@ func (f *forbiddenRecorder) list() []string {
 	defer f.mu.Unlock()
 	return append([]string(nil), f.reqs...)
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
