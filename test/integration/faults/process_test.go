@@ -126,11 +126,14 @@ func leaderArgs(ns, id string) []string {
 	}
 }
 
-// Leader election timing of the multi-process tests.
+// Leader election timing of the multi-process tests: short, so that a
+// takeover takes seconds, but with a renew deadline a loaded API server
+// (make test runs packages and tests in parallel on two cores) meets: a
+// leader that loses its Lease before the test cuts it off proves nothing.
 const (
-	leaseDuration = 3 * time.Second
-	renewDeadline = 2 * time.Second
-	retryPeriod   = 500 * time.Millisecond
+	leaseDuration = 9 * time.Second
+	renewDeadline = 6 * time.Second
+	retryPeriod   = 1 * time.Second
 )
 
 // Logs returns everything the process wrote so far.

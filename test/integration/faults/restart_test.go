@@ -67,11 +67,8 @@ func startControlPlane(t *testing.T) *controlPlane {
 // stop stops the API server, then etcd (SIGTERM, as a node shutting down).
 func (cp *controlPlane) stop(t *testing.T) {
 	t.Helper()
-	if err := cp.env.ControlPlane.APIServer.Stop(); err != nil {
-		t.Fatalf("stopping kube-apiserver: %v", err)
-	}
-	if err := cp.env.ControlPlane.Etcd.Stop(); err != nil {
-		t.Fatalf("stopping etcd: %v", err)
+	if err := cp.env.ControlPlane.Stop(); err != nil {
+		t.Fatalf("stopping the control plane: %v", err)
 	}
 }
 
