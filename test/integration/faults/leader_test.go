@@ -88,13 +88,16 @@ func (e *leaderEnv) midWork(ctx context.Context) <-chan error {
 
 // finish waits for the objects to be created, checks that nothing was lost
 // and that b kept the Lease, and returns the most backend creates of a
-// Network UID and their total.
-func (e *leaderEnv) finish(ctx context.Context, created <-chan error, a, b *process) (most, total int) {
+// Network UID and their total. The Lease is read with a deadline of its
+// own: settling on a loaded Neutron may take most of neutronSettle.
+func (e *leaderEnv) finish(created <-chan error, a, b *process) (most, total int) {
 	e.t.Helper()
 	if err := <-created; err != nil {
 		e.t.Fatal(err)
 	}
 	nothingLost(e.t, neutronSettle, settled{kube: e.kube, sample: e.sample, ns: e.ns, backend: e.cloud.state(), logs: []func() string{a.Logs, b.Logs}})
+	ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
+	defer cancel()
 	if h, transitions, err := e.holder(ctx); err != nil || h != b.name || transitions != 1 {
 		e.t.Errorf("Lease held by %q after %d transitions (%v); want %s after 1", h, transitions, err, b.name)
 	}
@@ -129,7 +132,7 @@ func TestLeaderKilled(t *testing.T) {
 	t.Logf("takeover after kill -9 of the leader: %v (lease duration %v, renew deadline %v, retry period %v)",
 		took.Round(time.Millisecond), leaseDuration, renewDeadline, retryPeriod)
 
-	most, total := e.finish(ctx, created, a, b)
+	most, total := e.finish(created, a, b)
 	t.Logf("counts: 100 Services, 20 Networks; at the kill: %d Ingresses, %d backend creates sent; takeover %v; backend creates %d, at most %d per Network UID",
 		len(ingresses.Items), createsSent, took.Round(time.Millisecond), total, most)
 }
@@ -176,7 +179,7 @@ func TestLeaderPartitioned(t *testing.T) {
 	t.Logf("partitioned leader: the standby led %v after the partition (seen by polling the Lease); the old leader's workers had stopped %v before; it exited (code %d) %v after the partition",
 		took.Round(time.Millisecond), margin.Round(time.Millisecond), code, exited.Round(time.Millisecond))
 
-	most, total := e.finish(ctx, created, a, b)
+	most, total := e.finish(created, a, b)
 	t.Logf("counts: 100 Services, 20 Networks; takeover %v; old leader exit %v after the partition with code %d; bytes of the old leader after the partition: %d; backend creates %d, at most %d per Network UID",
 		took.Round(time.Millisecond), exited.Round(time.Millisecond), code, p.toServer.Load()-sentBefore, total, most)
 }
@@ -217,7 +220,7 @@ func TestLeaderLosesLeaseWhileDraining(t *testing.T) {
 	if sent := p.toServer.Load() - sentBefore; sent != 0 {
 		t.Errorf("manager-a got %d bytes through to the API server after the partition", sent)
 	}
-	most, total := e.finish(ctx, created, a, b)
+	most, total := e.finish(created, a, b)
 	t.Logf("counts: 100 Services, 20 Networks; SIGTERM to a partitioned leader: exit code %d %v after it (--shutdown-timeout %v); its workers stopped %v before the standby led; backend creates %d, at most %d per Network UID",
 		code, exited.Round(time.Millisecond), shutdownTimeout, margin.Round(time.Millisecond), total, most)
 }
