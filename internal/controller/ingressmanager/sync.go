@@ -26,28 +26,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KRef(key.Namespace, key.Name))
 	ctx = klog.NewContext(ctx, logger)
 
-	svc, err := c.services.Services(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		svc, err = nil, nil
-	}
+	svc, err := cached(c.services.Services(key.Namespace).Get(key.Name))
 	if err != nil {
 		return fmt.Errorf("reading service %s from the cache: %w", key, err)
 	}
-	ing, err := c.ingresses.Ingresses(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		ing, err = nil, nil
-	}
+	ing, err := cached(c.ingresses.Ingresses(key.Namespace).Get(key.Name))
 	if err != nil {
 		return fmt.Errorf("reading ingress %s from the cache: %w", key, err)
 	}
 	var route *gatewayv1.HTTPRoute
 	routes := c.gateway.lister()
 	if routes != nil {
-		route, err = routes.HTTPRoutes(key.Namespace).Get(key.Name)
-		if apierrors.IsNotFound(err) {
-			route, err = nil, nil
-		}
-		if err != nil {
+		if route, err = cached(routes.HTTPRoutes(key.Namespace).Get(key.Name)); err != nil {
 			return fmt.Errorf("reading httproute %s from the cache: %w", key, err)
 		}
 	}
@@ -128,6 +118,16 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 		return &controller.RequeueAfter{Delay: wait}
 	}
 	return c.route.delete(ctx, svc, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name))
+}
+
+// cached returns what a lister's Get returned, with NotFound as no object
+// and no error.
+func cached[T any](obj T, err error) (T, error) {
+	if apierrors.IsNotFound(err) {
+		var none T
+		return none, nil
+	}
+	return obj, err
 }
 
 // reportInvalid reports whether err is bad input (an InvalidError), and if
@@ -219,15 +219,12 @@ func parentStatuses(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference
 
 // parentKey spells out a parentRef with its defaults, for comparison.
 func parentKey(p gatewayv1.ParentReference, routeNamespace string) string {
-	group, kind, ns, section, port := gatewayv1.GroupName, "Gateway", routeNamespace, "", ""
+	group, kind, section, port := gatewayv1.GroupName, "Gateway", "", ""
 	if p.Group != nil {
 		group = string(*p.Group)
 	}
 	if p.Kind != nil {
 		kind = string(*p.Kind)
-	}
-	if p.Namespace != nil && *p.Namespace != "" {
-		ns = string(*p.Namespace)
 	}
 	if p.SectionName != nil {
 		section = string(*p.SectionName)
@@ -235,9 +232,11 @@ func parentKey(p gatewayv1.ParentReference, routeNamespace string) string {
 	if p.Port != nil {
 		port = fmt.Sprint(*p.Port)
 	}
-	return strings.Join([]string{group, kind, ns, string(p.Name), section, port}, "/")
+	return strings.Join([]string{group, kind, gatewayName(p, routeNamespace), section, port}, "/")
 }
 
+// gatewayName is the <namespace>/<name> of the Gateway p refers to from a
+// route in routeNamespace.
 func gatewayName(p gatewayv1.ParentReference, routeNamespace string) string {
 	ns := routeNamespace
 	if p.Namespace != nil && *p.Namespace != "" {
