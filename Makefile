@@ -5,9 +5,10 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN        := $(CURDIR)/bin
 GO         ?= go
 ARGS       ?=
-# The image `make image` builds (the Deployment in config/ runs controller-manager:latest
-# unless an `images:` entry of the kustomization says otherwise; see README "Deploy").
+# The image `make image` builds and `make deploy` deploys (config/ itself names
+# controller-manager:latest), and the OCI archive `make image` writes it to.
 IMG        ?= controller-manager:latest
+IMAGE_ARCHIVE ?= $(BIN)/controller-manager-image.tar
 # Integration tests and `make run` find kube-apiserver and etcd here.
 export KUBEBUILDER_ASSETS ?= $(BIN)
 # How long each fuzz target runs in `make test` (its committed corpus always runs).
@@ -33,13 +34,26 @@ build: ## Build bin/controller-manager.
 	$(GO) build -o $(BIN)/controller-manager ./cmd/controller-manager
 
 .PHONY: image
-image: ## Build the container image IMG (docker build; default controller-manager:latest).
-	docker build -t $(IMG) .
+image: ## Build the container image IMG (default controller-manager:latest) with buildah, no Docker needed, into the OCI archive IMAGE_ARCHIVE.
+	@mkdir -p $(BIN)/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/image/controller-manager ./cmd/controller-manager
+	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/image/ca-certificates.crt
+	hack/build-image.sh -f Dockerfile -t $(IMG) -o $(IMAGE_ARCHIVE) $(BIN)/image
+
+.PHONY: deploy
+deploy: ## Apply config/default, its Deployment running IMG, to the cluster of KUBECONFIG.
+	@hack/build-tools.sh kubectl
+	IMG=$(IMG) hack/deploy.sh apply
+
+.PHONY: undeploy
+undeploy: ## Delete what `make deploy` applied, the CRD (so every Network) included: delete Networks first.
+	@hack/build-tools.sh kubectl
+	IMG=$(IMG) hack/deploy.sh delete
 
 .PHONY: deploy-yaml
-deploy-yaml: ## Print config/default as `kubectl apply -k config/default` applies it (`kubectl kustomize` of the pinned bin/kubectl, built if missing).
+deploy-yaml: ## Print what `make deploy` applies (`kubectl kustomize` of the pinned bin/kubectl, built if missing).
 	@hack/build-tools.sh kubectl >&2
-	@$(BIN)/kubectl kustomize config/default
+	@IMG=$(IMG) hack/deploy.sh render
 
 # OPENSTACK=local makes `make run` also start the local Keystone + Neutron
 # (hack/openstack-up.sh) and run the network controller on it.
@@ -76,9 +90,30 @@ verify: ## Check formatting, vet and generated code.
 	@if [[ -x hack/verify-codegen.sh ]]; then hack/verify-codegen.sh; fi
 
 .PHONY: test
-test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), and the fuzz targets briefly.
-	hack/with-openstack.sh $(GO) test $(TEST_FLAGS) ./...
+test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.
+	hack/with-openstack.sh $(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
 	hack/fuzz.sh $(FUZZTIME)
+	$(MAKE) test-e2e
+
+# E2E_NODE names the state directory of a node that hack/node-up.sh started;
+# without it, test-e2e starts one of its own and stops it afterwards.
+E2E_NODE  ?=
+E2E_FLAGS ?= -count=1 -timeout=30m -v
+
+.PHONY: test-e2e
+test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build and load the image, make deploy, and test what a user sees.
+	hack/build-tools.sh node
+	$(MAKE) image
+	E2E_NODE=$(E2E_NODE) IMG=$(IMG) IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(E2E_FLAGS) ./test/e2e/...
+
+.PHONY: node-up
+node-up: ## Start a one-node Kubernetes in .run/node (hack/node-up.sh; needs root), and load the image into it when `make image` has built it.
+	hack/node-up.sh .run/node
+	@if [[ -f $(IMAGE_ARCHIVE) ]]; then hack/node-load-image.sh .run/node $(IMAGE_ARCHIVE); fi
+
+.PHONY: node-down
+node-down: ## Stop the node of `make node-up`.
+	hack/node-down.sh .run/node
 
 # Objects per phase of `make bench`; BENCH_ARGS passes more flags to the
 # harness (`go run ./test/bench/cmd/bench -h` lists them).
@@ -99,5 +134,5 @@ openstack-down: ## Stop the local Keystone + Neutron that openstack-up started.
 	hack/openstack-down.sh
 
 .PHONY: clean
-clean: openstack-down ## Remove built binaries and local run state.
+clean: openstack-down node-down ## Remove built binaries and local run state.
 	rm -rf $(BIN) .run

@@ -5,6 +5,10 @@
 #   bin/controller-gen   sigs.k8s.io/controller-tools/cmd/controller-gen
 #   bin/kubectl          k8s.io/kubernetes/cmd/kubectl (only when asked for:
 #                        `make kubectl`; handy against the `make run` cluster)
+#   node                 etcd and every Kubernetes binary of the one-node
+#                        cluster of hack/node-up.sh: kube-apiserver,
+#                        kube-controller-manager, kube-scheduler, kube-proxy,
+#                        kubelet, kubeadm (certificates and kubeconfigs), kubectl
 # and of hack/tools/traefik/go.mod (a module of its own: Traefik's Kubernetes
 # dependencies are older than kube-apiserver's):
 #   bin/traefik          github.com/traefik/traefik/v3/cmd/traefik, the ingress
@@ -12,7 +16,7 @@
 # A binary is rebuilt only when the Go version or a module version of its
 # tools module changed since it was built (bin/.<name>.<hash> records it).
 #
-# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|kubectl ...]
+# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|kubectl|node ...]
 #        (default: kube-apiserver, etcd, controller-gen, traefik)
 set -euo pipefail
 
@@ -42,11 +46,19 @@ build() {
   touch "${stamp}"
 }
 
-# kube_binary NAME builds k8s.io/kubernetes/cmd/NAME with the release version stamped.
-kube_binary() {
-  local v commit
+# kube_binaries NAME... builds k8s.io/kubernetes/cmd/NAME for each NAME not
+# yet built, with the release version stamped, in one `go build` so that
+# the packages they share compile once.
+kube_binaries() {
+  local v names=() pkgs=() n
+  for n in "$@"; do
+    if [[ ! -x "${BIN}/${n}" || ! -f "${BIN}/.${n}.${sum}" ]]; then
+      names+=("${n}")
+      pkgs+=("k8s.io/kubernetes/cmd/${n}")
+    fi
+  done
+  [[ ${#names[@]} -eq 0 ]] && return 0
   v="$(modver k8s.io/kubernetes)"
-  commit="$(modver k8s.io/kubernetes)"
   # The same variables the Kubernetes release build sets (hack/lib/version.sh),
   # so /version reports the pinned release rather than v0.0.0-master.
   local pfx="k8s.io/client-go/pkg/version" cpfx="k8s.io/component-base/version"
@@ -56,16 +68,29 @@ kube_binary() {
   local flags=""
   for p in "${pfx}" "${cpfx}"; do
     flags+=" -X ${p}.gitVersion=${v} -X ${p}.gitMajor=${major} -X ${p}.gitMinor=${minor}"
-    flags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=${date} -X ${p}.gitCommit=${commit}"
+    flags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=${date} -X ${p}.gitCommit=${v}"
   done
-  build "$1" "k8s.io/kubernetes/cmd/$1" "${flags}"
+  echo ">> building ${names[*]} (Kubernetes ${v}) into bin/ (first build takes minutes; cached afterwards)" >&2
+  local tmp="${BIN}/.build.$$"
+  rm -rf "${tmp}" && mkdir -p "${tmp}"
+  (cd "${TOOLS}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${flags}" -o "${tmp}/" "${pkgs[@]}")
+  for n in "${names[@]}"; do
+    mv "${tmp}/${n}" "${BIN}/${n}"
+    rm -f "${BIN}/.${n}."*
+    touch "${BIN}/.${n}.${sum}"
+  done
+  rm -rf "${tmp}"
 }
+
+# The binaries of the one-node cluster of hack/node-up.sh (make test-e2e).
+node_binaries=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
 
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik)
 for t in "${targets[@]}"; do
   case "${t}" in
-    kube-apiserver|kubectl) kube_binary "${t}" ;;
+    kube-apiserver|kubectl) kube_binaries "${t}" ;;
+    node) build etcd go.etcd.io/etcd/server/v3; kube_binaries "${node_binaries[@]}" ;;
     etcd) build etcd go.etcd.io/etcd/server/v3 ;;
     controller-gen) build controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     traefik)

@@ -274,7 +274,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	informersStop := make(chan struct{})
 	m.factory.Start(informersStop)
 	m.sampleFactory.Start(informersStop)
+	warmCtx, stopWarm := context.WithCancel(klog.NewContext(context.Background(), logger))
+	for _, c := range m.controllers {
+		if w, ok := c.(controller.Warmer); ok {
+			w.Warm(warmCtx)
+		}
+	}
 	defer func() {
+		stopWarm()
 		close(informersStop)
 		m.factory.Shutdown()
 		m.sampleFactory.Shutdown()

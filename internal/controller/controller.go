@@ -32,6 +32,15 @@ type Interface interface {
 	Run(ctx context.Context, workers int)
 }
 
+// Warmer is implemented by a controller that keeps caches of its own,
+// besides the shared factories' informers (say, of an API it first has to
+// find served). The manager calls Warm once, as it starts the shared
+// factories, for as long as it runs, leader or not: a standby's caches are
+// warm and its HasSynced can turn true.
+type Warmer interface {
+	Warm(ctx context.Context)
+}
+
 // Context is what a controller is built from. Informers obtained from the
 // factories are shared: each resource is watched once, however many
 // controllers read it. The manager starts the factories after every enabled

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,7 @@ type Controller struct {
 	ingress   *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]
 	route     *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]
 	gateway   *gatewayAPI
+	warm      sync.Once
 	notes     notes
 	settling  settling
 }
@@ -134,10 +136,20 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	return c, nil
 }
 
+// Warm implements controller.Warmer: the watch of HTTPRoutes (and the
+// discovery checks telling whether they are served) runs from the first
+// call on, until that call's ctx ends; later calls do nothing.
+func (c *Controller) Warm(ctx context.Context) {
+	c.warm.Do(func() {
+		go c.gateway.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name)), c.requeueRouteServices)
+	})
+}
+
 // Run implements controller.Interface: the Base's Run, with the watch of
-// HTTPRoutes beside it from the start (it tells whether they are served).
+// HTTPRoutes beside it (started by Warm when the manager warmed the
+// controller already; the workers wait for its first answer).
 func (c *Controller) Run(ctx context.Context, workers int) {
-	go c.gateway.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name)), c.requeueRouteServices)
+	c.Warm(ctx)
 	c.Base.Run(ctx, workers)
 }
 

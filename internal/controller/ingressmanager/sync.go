@@ -61,6 +61,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 		return err
 	}
+	// What a Service being deleted owns is the garbage collector's to
+	// delete (first, in a foreground deletion): recreating it meanwhile
+	// would fight the collector and hold the Service's deletion up.
+	if svc.DeletionTimestamp != nil {
+		return nil
+	}
 
 	r := &report{}
 	defer func() { c.notes.publish(svc, r) }()

@@ -24,10 +24,17 @@ const Timeout = 30 * time.Second
 // and the last one is part of the failure.
 func Eventually(t testing.TB, timeout time.Duration, msg string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
+	EventuallyEvery(t, 20*time.Millisecond, timeout, msg, cond)
+}
+
+// EventuallyEvery is Eventually polling every interval, for conditions
+// that cost more to ask (a Pod's whole log, a file).
+func EventuallyEvery(t testing.TB, interval, timeout time.Duration, msg string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
 		if err != nil {
 			lastErr = err

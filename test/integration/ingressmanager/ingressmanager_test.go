@@ -101,16 +101,21 @@ func (e *env) waitEvent(name, eventType, reason, msg string) *corev1.Event {
 // waitSynced waits until the manager synced the Service key n times in all.
 func (e *env) waitSynced(name string, n int) {
 	e.t.Helper()
-	key := fmt.Sprintf(`key="%s/%s"`, e.ns, name)
 	framework.Eventually(e.t, framework.Timeout, fmt.Sprintf("%d syncs of %s", n, name), func(context.Context) (bool, error) {
-		count := 0
-		for _, line := range strings.Split(e.m.Logs(), "\n") {
-			if strings.HasPrefix(line, "INFO Synced ") && strings.Contains(line, key) && strings.Contains(line, `controller="ingress-manager"`) {
-				count++
-			}
-		}
-		return count >= n, nil
+		return e.syncs(name) >= n, nil
 	})
+}
+
+// syncs counts the manager's syncs of the Service key so far.
+func (e *env) syncs(name string) int {
+	key := fmt.Sprintf(`key="%s/%s"`, e.ns, name)
+	count := 0
+	for _, line := range strings.Split(e.m.Logs(), "\n") {
+		if strings.HasPrefix(line, "INFO Synced ") && strings.Contains(line, key) && strings.Contains(line, `controller="ingress-manager"`) {
+			count++
+		}
+	}
+	return count
 }
 
 func rule(ing *networkingv1.Ingress) (host string, path networkingv1.HTTPIngressPath, err error) {
@@ -188,6 +193,39 @@ func TestDeletedServiceRemovesIngress(t *testing.T) {
 	}
 	// The test control plane runs no garbage collector: the controller does it.
 	e.waitNoIngress("web", "Ingress deleted with its Service")
+}
+
+// A Service being deleted (here held by a finalizer; in a cluster, by the
+// garbage collector's foreground deletion until what it owns is gone) keeps
+// no Ingress: one deleted meanwhile is not recreated.
+func TestServiceBeingDeletedGetsNoNewIngress(t *testing.T) {
+	e := setup(t)
+	svc := seedService(e.ns, "web", map[string]string{"ingress/http": "x"})
+	svc.Finalizers = []string{"test.kube-sample.io/hold"}
+	e.createService(svc)
+	e.waitIngress("web", "Ingress created", nil)
+	e.waitSynced("web", 2) // the create, then the watch event of our own write
+	e.writes.Reset()
+
+	if err := e.client.CoreV1().Services(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitSynced("web", 3)
+	if err := e.client.NetworkingV1().Ingresses(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitSynced("web", 4)
+	if _, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Ingress of a Service being deleted was recreated (get: %v)", err)
+	}
+	if n := e.writes.Writes("ingresses"); n != 0 {
+		t.Errorf("ingress writes = %d, want 0 (%s)", n, e.writes)
+	}
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := e.client.CoreV1().Services(e.ns).Patch(e.ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, "the Service", framework.Get(e.client.CoreV1().Services(e.ns).Get, "web"))
 }
 
 func foreignIngress(ns, name string, owner *metav1.OwnerReference) *networkingv1.Ingress {

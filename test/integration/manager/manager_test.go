@@ -24,8 +24,10 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
+// leaderOptions runs every controller, so that a standby's readiness
+// covers the caches of each.
 func leaderOptions(ns, id string) *app.Options {
-	o := framework.ControllerOptions(ns, "pod-logger")
+	o := framework.ControllerOptions(ns, "*")
 	o.LeaderElection.LeaderElect = true
 	o.LeaderElection.ResourceNamespace = ns
 	o.LeaderElectIdentity = id

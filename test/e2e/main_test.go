@@ -1,0 +1,359 @@
+// End-to-end tests of the product as users run it: the image built by
+// `make image`, deployed by `make deploy` (config/default, unchanged but for
+// the image) onto a real one-node Kubernetes (hack/node-up.sh: kubelet,
+// containerd, kube-proxy, kube-controller-manager with its garbage
+// collector, kube-scheduler), and checked through the API as a user would.
+//
+// `make test-e2e` runs them. TestMain, run as root on this machine's
+// network, starts a node (or reuses the one whose state directory E2E_NODE
+// names), loads the image archive (IMAGE_ARCHIVE, else `make image` builds
+// one), and runs the test binary again inside the node's network
+// namespace, where the API server is; that process deploys and tests.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kube-sample/controller-manager/test/e2e/node"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+const (
+	// envInside marks the test process running in the node's network
+	// namespace, with E2E_NODE naming the node.
+	envInside = "CONTROLLER_MANAGER_E2E_INSIDE"
+	// managerNamespace, deploymentName, leaseName: what config/default
+	// deploys.
+	managerNamespace = "controller-manager-system"
+	deploymentName   = "controller-manager"
+	leaseName        = "controller-manager"
+	// managerSelector selects the manager's Pods.
+	managerSelector = "app.kubernetes.io/name=controller-manager,app.kubernetes.io/component=manager"
+	// rolloutTimeout bounds a rollout: scheduling, the sandbox, the
+	// container, the readiness probe.
+	rolloutTimeout = 3 * time.Minute
+	// timeout bounds a wait on the manager and the cluster's own
+	// controllers (the garbage collector among them).
+	timeout = time.Minute
+)
+
+var (
+	// the node, and an admin client and config for it (inside only).
+	testNode *node.Node
+	cfg      *rest.Config
+	client   kubernetes.Interface
+	// img is the image deployed.
+	img string
+)
+
+func TestMain(m *testing.M) {
+	img = envOr("IMG", "controller-manager:latest")
+	if os.Getenv(envInside) != "" {
+		os.Exit(inside(m))
+	}
+	os.Exit(outside())
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// outside prepares the node and the image on this machine's network, then
+// runs the tests inside the node's network namespace.
+func outside() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
+		return 1
+	}
+	if os.Geteuid() != 0 {
+		return fail("needs root: the node (hack/node-up.sh) makes a network namespace and cgroups and runs containerd")
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return fail("%v", err)
+	}
+	state, owned := os.Getenv("E2E_NODE"), false
+	if state == "" {
+		if state, err = os.MkdirTemp("", "e2e-node-"); err != nil {
+			return fail("%v", err)
+		}
+		owned = true
+	}
+	var n *node.Node
+	if owned {
+		start := time.Now()
+		if n, err = node.Start(state); err != nil {
+			return fail("starting the node: %v", err)
+		}
+		fmt.Fprintf(os.Stderr, "e2e: node %s Ready in %s\n", n.Name, time.Since(start).Round(time.Second))
+		defer func() {
+			if os.Getenv("E2E_KEEP") != "" {
+				fmt.Fprintf(os.Stderr, "e2e: E2E_KEEP is set: node left running; hack/node-down.sh %s stops it\n", n.State)
+				return
+			}
+			if err := n.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: stopping the node: %v\n", err)
+			}
+		}()
+	} else if n, err = node.Open(state); err != nil {
+		return fail("E2E_NODE: %v", err)
+	}
+
+	archive := os.Getenv("IMAGE_ARCHIVE")
+	if archive == "" {
+		archive = root + "/bin/controller-manager-image.tar"
+		cmd := exec.Command("make", "image", "IMG="+img, "IMAGE_ARCHIVE="+archive)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fail("make image: %v", err)
+		}
+	}
+	if err := n.LoadImage(archive); err != nil {
+		return fail("loading the image: %v", err)
+	}
+	code, err := n.Reexec(envInside+"=1", "E2E_NODE="+n.State, "IMG="+img)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return code
+}
+
+// inside deploys the manager and runs the tests, in the node's network
+// namespace; on failure it prints what explains it.
+func inside(m *testing.M) int {
+	var err error
+	if testNode, err = node.Open(os.Getenv("E2E_NODE")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if cfg, err = testNode.Config(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	client = kubernetes.NewForConfigOrDie(cfg)
+	if err := deploy(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: deploying:", err)
+		dumpState()
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		dumpState()
+	}
+	return code
+}
+
+// deploy installs the Gateway API CRDs (so that the HTTPRoute flow can
+// run), runs `make deploy` and waits for the rollout. On a reused node
+// whose Deployment exists already, the rollout is restarted, so that the
+// Pods run the image just loaded.
+func deploy() error {
+	if err := framework.InstallGatewayAPI(cfg); err != nil {
+		return fmt.Errorf("installing the Gateway API CRDs: %w", err)
+	}
+	ctx := context.Background()
+	_, err := client.AppsV1().Deployments(managerNamespace).Get(ctx, deploymentName, metav1.GetOptions{})
+	existed := err == nil
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("make", "deploy", "IMG="+img)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testNode.Kubeconfig())
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("make deploy: %w", err)
+	}
+	if existed {
+		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
+		if _, err := client.AppsV1().Deployments(managerNamespace).Patch(ctx, deploymentName, "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("restarting the rollout: %w", err)
+		}
+	}
+	if err := waitRollout(ctx); err != nil {
+		return err
+	}
+	// HTTPRoutes are owned by Services too: the tests of what the garbage
+	// collector deletes need it to watch them.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return testNode.GarbageCollectorWatches("httproutes")
+	})
+	if err != nil {
+		return fmt.Errorf("the garbage collector does not watch HTTPRoutes (kube-controller-manager's log): %w", err)
+	}
+	return nil
+}
+
+// waitRollout waits until the Deployment's current generation is rolled
+// out: every replica updated, Ready and available, and no old Pod left.
+// Its error says what the Pods are waiting for.
+func waitRollout(ctx context.Context) error {
+	start := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+		d, err := client.AppsV1().Deployments(managerNamespace).Get(ctx, deploymentName, metav1.GetOptions{})
+		var pods []corev1.Pod
+		if err == nil {
+			pods, err = managerPods(ctx)
+		}
+		if err != nil {
+			if ctx.Err() == nil { // the deadline's own error would hide the last status
+				last = err.Error()
+			}
+			return false, nil
+		}
+		if done, why := rolledOut(d, pods); !done {
+			last = why
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deployment %s/%s not rolled out within %v: %s", managerNamespace, deploymentName, rolloutTimeout, last)
+	}
+	fmt.Fprintf(os.Stderr, "e2e: deployment rolled out in %s\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// rolledOut tells whether d is rolled out, and if not, why.
+func rolledOut(d *appsv1.Deployment, pods []corev1.Pod) (bool, string) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.ReadyReplicas != want ||
+		s.AvailableReplicas != want || s.Replicas != want || len(pods) != int(want) {
+		return false, fmt.Sprintf("want %d replicas; status: observed generation %d of %d, %d updated, %d ready, %d available, %d in all; Pods: %s",
+			want, s.ObservedGeneration, d.Generation, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas, s.Replicas, describePods(pods))
+	}
+	return true, ""
+}
+
+// managerPods lists the manager's Pods that are not being deleted.
+func managerPods(ctx context.Context) ([]corev1.Pod, error) {
+	list, err := client.CoreV1().Pods(managerNamespace).List(ctx, metav1.ListOptions{LabelSelector: managerSelector})
+	if err != nil {
+		return nil, err
+	}
+	var pods []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
+}
+
+// describePods says, for each Pod, its phase and what each container waits
+// for or why it last ended: the kubelet's own reasons (ErrImageNeverPull,
+// CreateContainerConfigError for a root image under runAsNonRoot, ...).
+func describePods(pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, p := range pods {
+		s := fmt.Sprintf("%s %s", p.Name, p.Status.Phase)
+		if p.Status.Reason != "" || p.Status.Message != "" {
+			s += fmt.Sprintf(" (%s: %s)", p.Status.Reason, p.Status.Message)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				s += fmt.Sprintf(", unscheduled: %s: %s", c.Reason, c.Message)
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			s += fmt.Sprintf(", container %s ready=%t restarts=%d", c.Name, c.Ready, c.RestartCount)
+			if w := c.State.Waiting; w != nil {
+				s += fmt.Sprintf(" waiting: %s: %s", w.Reason, w.Message)
+			}
+			if t := c.LastTerminationState.Terminated; t != nil {
+				s += fmt.Sprintf(" last ended: %s (exit %d): %s", t.Reason, t.ExitCode, strings.TrimSpace(t.Message))
+			}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// dumpState prints what explains a failure: the node, every Pod, the
+// manager's recent Events and logs, and the node components' log tails.
+func dumpState() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := os.Stderr
+	fmt.Fprintln(w, "===== e2e: state of the node after the failure =====")
+	if nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+		fmt.Fprintln(w, "nodes:", err)
+	} else {
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				fmt.Fprintf(w, "node %s: %s=%s %s %s\n", n.Name, c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+	}
+	if pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err != nil {
+		fmt.Fprintln(w, "pods:", err)
+	} else {
+		for _, p := range pods.Items {
+			fmt.Fprintf(w, "pod %s/%s on %q: %s\n", p.Namespace, p.Name, p.Spec.NodeName, describePods([]corev1.Pod{p}))
+		}
+	}
+	if evs, err := client.CoreV1().Events(managerNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, e := range evs.Items {
+			fmt.Fprintf(w, "event %s %s/%s: %s %s: %s\n", e.LastTimestamp.Format(time.RFC3339), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
+		}
+	}
+	if pods, err := managerPods(ctx); err == nil {
+		for _, p := range pods {
+			for _, previous := range []bool{false, true} {
+				logs, err := podLogs(ctx, p.Name, previous, 40)
+				if err != nil {
+					if !previous {
+						fmt.Fprintf(w, "logs of %s: %v\n", p.Name, err)
+					}
+					continue
+				}
+				fmt.Fprintf(w, "----- %s (previous=%t), last lines -----\n%s\n", p.Name, previous, logs)
+			}
+		}
+	}
+	for _, c := range node.Components {
+		fmt.Fprintf(w, "----- %s (%s/logs/%s.log), last lines -----\n%s\n", c, testNode.State, c, testNode.LogTail(c, 15))
+	}
+}
+
+// podLogs returns the manager container's log of Pod name (of its previous
+// run with previous), its last lines only when tail > 0.
+func podLogs(ctx context.Context, name string, previous bool, tail int64) (string, error) {
+	opts := &corev1.PodLogOptions{Container: "manager", Previous: previous}
+	if tail > 0 {
+		opts.TailLines = &tail
+	}
+	b, err := client.CoreV1().Pods(managerNamespace).GetLogs(name, opts).DoRaw(ctx)
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) {
+			return "", fmt.Errorf("no log: %w", err)
+		}
+		return "", err
+	}
+	return string(b), nil
+}

@@ -1,0 +1,216 @@
+// Package node drives the one-node Kubernetes of hack/node-up.sh for the
+// e2e tests: it starts or reuses a node, loads images into its runtime,
+// runs the test binary again inside the node's network namespace (the only
+// place its API server can be reached), and reads what its components
+// wrote: their logs and the API server's audit log.
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// Node is a node of hack/node-up.sh, known by its state directory.
+type Node struct {
+	// State is the absolute path of its state directory.
+	State string
+	// Name is the node's name, also that of its network namespace.
+	Name string
+	// NetNS is the path of its network namespace.
+	NetNS string
+
+	root string
+}
+
+// Start runs hack/node-up.sh state, its output going to this process's
+// stderr, and returns the node once it is Ready.
+func Start(state string) (*Node, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if err := script(root, "node-up.sh", state); err != nil {
+		return nil, err
+	}
+	return Open(state)
+}
+
+// Open returns the node whose state directory is state, started earlier.
+func Open(state string) (*Node, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(state)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(abs, "node.env"))
+	if err != nil {
+		return nil, fmt.Errorf("no node in %s (hack/node-up.sh %s starts one): %w", state, state, err)
+	}
+	n := &Node{State: abs, root: root}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		switch k {
+		case "NODE_NAME":
+			n.Name = v
+		case "NETNS":
+			n.NetNS = v
+		}
+	}
+	if n.Name == "" || n.NetNS == "" {
+		return nil, fmt.Errorf("%s/node.env names no node or network namespace", abs)
+	}
+	return n, nil
+}
+
+// Stop runs hack/node-down.sh on the node.
+func (n *Node) Stop() error { return script(n.root, "node-down.sh", n.State) }
+
+// LoadImage imports an OCI archive into the node's containerd.
+func (n *Node) LoadImage(archive string) error {
+	return script(n.root, "node-load-image.sh", n.State, archive)
+}
+
+// Kubeconfig is the path of the cluster admin's kubeconfig.
+func (n *Node) Kubeconfig() string { return filepath.Join(n.State, "kubeconfig") }
+
+// Config returns the cluster admin's client config. It reaches the API
+// server only from inside the node's network namespace (Inside).
+func (n *Node) Config() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
+}
+
+// Inside reports whether this process runs in the node's network namespace.
+func (n *Node) Inside() (bool, error) {
+	var self, node syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/net", &self); err != nil {
+		return false, err
+	}
+	if err := syscall.Stat(n.NetNS, &node); err != nil {
+		return false, fmt.Errorf("the node's network namespace: %w", err)
+	}
+	return self.Ino == node.Ino && self.Dev == node.Dev, nil
+}
+
+// Reexec runs this executable again with the same arguments and env added
+// to the environment, in the node's network namespace (nsenter, which enters
+// only that namespace), forwarding SIGINT and SIGTERM to it, and returns its
+// exit code.
+func (n *Node) Reexec(env ...string) (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command("nsenter", append([]string{"--net=" + n.NetNS, "--", exe}, os.Args[1:]...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), env...)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("running the tests in the node's network namespace: %w", err)
+	}
+	code, err := framework.WaitForwarding(cmd, sigs)
+	if err != nil {
+		return 0, err
+	}
+	if code < 0 {
+		return 1, fmt.Errorf("the tests in the node's network namespace ended: %v", cmd.ProcessState)
+	}
+	return code, nil
+}
+
+// Components are the processes hack/node-up.sh starts, in start order; each
+// logs to logs/<name>.log.
+var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kube-proxy", "kubelet"}
+
+// LogTail returns the last lines of a component's log.
+func (n *Node) LogTail(component string, lines int) string {
+	b, err := os.ReadFile(filepath.Join(n.State, "logs", component+".log"))
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// GarbageCollectorWatches reports whether kube-controller-manager's garbage
+// collector watches resource (say "httproutes"), from its log: it finds the
+// resources to watch in discovery every 30 seconds, so a CRD installed after
+// it started has dependents it cannot see until then, and a foreground
+// deletion of their owner does not wait for them.
+func (n *Node) GarbageCollectorWatches(resource string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(n.State, "logs", "kube-controller-manager.log"))
+	if err != nil {
+		return false, err
+	}
+	added := false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.Contains(line, "syncing garbage collector with updated resources from discovery") &&
+			strings.Contains(line, "Resource="+resource):
+			added = true
+		case added && strings.Contains(line, "synced garbage collector"):
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Audit returns the API server's audit events so far (writes only; see the
+// policy in hack/node-up.sh) that match keep.
+func (n *Node) Audit(keep func(*auditv1.Event) bool) ([]auditv1.Event, error) {
+	f, err := os.Open(filepath.Join(n.State, "logs", "audit.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var events []auditv1.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var ev auditv1.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			// The API server may be writing the last line just now.
+			continue
+		}
+		if keep(&ev) {
+			events = append(events, ev)
+		}
+	}
+	return events, sc.Err()
+}
+
+// script runs hack/NAME with args, its output going to stderr.
+func script(root, name string, args ...string) error {
+	cmd := exec.Command(filepath.Join(root, "hack", name), args...)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
