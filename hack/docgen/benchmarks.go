@@ -36,7 +36,9 @@ type run struct {
 }
 
 // label names a run on a chart's axis.
-func (r run) label() string { return fmt.Sprintf("%s\n%s\nN=%d", r.Started.Format("01-02"), r.Commit, r.N) }
+func (r run) label() string {
+	return fmt.Sprintf("%s\n%s\nN=%d", r.Started.Format("01-02"), r.Commit, r.N)
+}
 
 // benchmarks writes docs/benchmarks.md and its charts from bench-results/.
 func benchmarks(root string, files map[string][]byte) error {

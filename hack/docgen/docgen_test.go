@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +86,26 @@ func TestReasonsAreConstants(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIngressGuideNamesEveryAnnotation: the hand-written guide keeps up
+// with the annotations the generated reference lists.
+func TestIngressGuideNamesEveryAnnotation(t *testing.T) {
+	root, _ := generated(t)
+	groups, err := findConsts(root, []string{"internal/controller/ingressmanager"}, "Annotation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "ingress-manager.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		for _, c := range g.Consts {
+			if !strings.Contains(string(guide), "`"+c.Value+"`") {
+				t.Errorf("docs/ingress-manager.md does not explain %s (%s)", c.Value, c.Name)
+			}
+		}
 	}
 }

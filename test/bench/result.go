@@ -393,8 +393,8 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-// WriteTable prints the human summary (Markdown tables, so it can be pasted
-// into the README as it is).
+// WriteTable prints the human summary as Markdown tables, which
+// docs/benchmarks.md (make docs) shows for every result.
 func (r *Result) WriteTable(out io.Writer) {
 	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(w, "| "+strings.Join(cells, "\t| ")+"\t|") }
