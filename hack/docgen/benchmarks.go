@@ -168,22 +168,8 @@ func coldChart(runs []run) (*plot.Plot, error) {
 		}
 	}
 	p.NominalX(names...)
-	for i, s := range []struct {
-		name string
-		xys  plotter.XYs
-	}{{"Ingresses (x N/L)", ingress}, {"HTTPRoutes (x N/L_route)", route}} {
-		if len(s.xys) == 0 {
-			continue
-		}
-		sc, err := plotter.NewScatter(s.xys)
-		if err != nil {
-			return nil, err
-		}
-		sc.GlyphStyle.Color = plotutil.Color(i)
-		sc.GlyphStyle.Shape = plotutil.Shape(i)
-		sc.GlyphStyle.Radius = vg.Points(4)
-		p.Add(sc)
-		p.Legend.Add(s.name, sc)
+	if err := addScatters(p, "Ingresses (x N/L)", ingress, "HTTPRoutes (x N/L_route)", route); err != nil {
+		return nil, err
 	}
 	for _, l := range []struct {
 		name  string
@@ -223,26 +209,24 @@ func memoryChart(runs []run) (*plot.Plot, error) {
 			full = append(full, plotter.XY{X: float64(m.Full.Objects), Y: mib(m.Full.PeakRSS)})
 		}
 	}
-	for i, s := range []struct {
-		name string
-		xys  plotter.XYs
-	}{{"N Services (and N=0)", services}, {"N Services + their Ingresses", full}} {
-		if len(s.xys) == 0 {
-			continue
-		}
-		sc, err := plotter.NewScatter(s.xys)
-		if err != nil {
-			return nil, err
-		}
-		sc.GlyphStyle.Color = plotutil.Color(i)
-		sc.GlyphStyle.Shape = plotutil.Shape(i)
-		sc.GlyphStyle.Radius = vg.Points(4)
-		p.Add(sc)
-		p.Legend.Add(s.name, sc)
+	if err := addScatters(p, "N Services (and N=0)", services, "N Services + their Ingresses", full); err != nil {
+		return nil, err
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	return p, nil
+}
+
+// addScatters adds the named series that have points (plotutil refuses an
+// empty one: a series a run did not measure), as plotutil.AddScatters.
+func addScatters(p *plot.Plot, series ...any) error {
+	var keep []any
+	for i := 0; i+1 < len(series); i += 2 {
+		if xys := series[i+1].(plotter.XYs); len(xys) > 0 {
+			keep = append(keep, series[i], xys)
+		}
+	}
+	return plotutil.AddScatters(p, keep...)
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -3,11 +3,8 @@ package main
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,34 +32,16 @@ type constGroup struct {
 // block in source order.
 func findConsts(root string, dirs []string, prefixes ...string) ([]constGroup, error) {
 	var groups []constGroup
-	for _, dir := range dirs {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			rel, _ := filepath.Rel(root, path)
-			g, err := fileConsts(path, filepath.ToSlash(rel), prefixes)
-			groups = append(groups, g...)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return groups, nil
+	err := parseGoFiles(root, dirs, func(rel string, fset *token.FileSet, f *ast.File) error {
+		g, err := fileConsts(rel, fset, f, prefixes)
+		groups = append(groups, g...)
+		return err
+	})
+	return groups, err
 }
 
-func fileConsts(path, rel string, prefixes []string) ([]constGroup, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
-	if err != nil {
-		return nil, err
-	}
-	pkg := filepath.ToSlash(filepath.Dir(rel))
+func fileConsts(rel string, fset *token.FileSet, f *ast.File, prefixes []string) ([]constGroup, error) {
+	pkg := path.Dir(rel)
 	var groups []constGroup
 	for _, decl := range f.Decls {
 		gd, ok := decl.(*ast.GenDecl)

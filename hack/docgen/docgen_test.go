@@ -2,9 +2,7 @@ package main
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,15 +52,7 @@ func TestFlagReferenceHasEveryFlag(t *testing.T) {
 // or a string built at the call.
 func TestReasonsAreConstants(t *testing.T) {
 	root, _ := generated(t)
-	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	err := parseGoFiles(root, []string{"internal"}, func(_ string, fset *token.FileSet, f *ast.File) error {
 		ast.Inspect(f, func(n ast.Node) bool {
 			var reason ast.Expr
 			switch n := n.(type) {

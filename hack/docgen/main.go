@@ -14,6 +14,9 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -137,4 +140,27 @@ func cell(s string) string {
 // would otherwise be taken for an HTML tag and disappear.
 func prose(s string) string {
 	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "<", "&lt;")
+}
+
+// parseGoFiles parses every non-test Go file under dirs of root, in lexical
+// order, and calls f with each file and its path relative to root.
+func parseGoFiles(root string, dirs []string, f func(rel string, fset *token.FileSet, file *ast.File) error) error {
+	for _, dir := range dirs {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			return f(filepath.ToSlash(rel), fset, file)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

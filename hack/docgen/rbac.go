@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,18 +153,9 @@ func code(words []string) string {
 // markers.
 func rbacMarkers(root string) ([]marker, error) {
 	var out []marker
-	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
+	err := parseGoFiles(root, []string{"internal"}, func(rel string, fset *token.FileSet, f *ast.File) error {
 		for _, cg := range f.Comments {
-			ms, err := groupMarkers(cg, filepath.ToSlash(rel))
+			ms, err := groupMarkers(cg, rel)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fset.Position(cg.Pos()), err)
 			}
