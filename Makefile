@@ -6,7 +6,8 @@ BIN        := $(CURDIR)/bin
 GO         ?= go
 ARGS       ?=
 # The image `make image` builds and `make deploy` deploys (config/ itself names
-# controller-manager:latest), and the OCI archive `make image` writes it to.
+# controller-manager:latest), and the OCI archive `make image` writes it to
+# (see docs/deploying.md).
 IMG        ?= controller-manager:latest
 IMAGE_ARCHIVE ?= $(BIN)/controller-manager-image.tar
 # Integration tests and `make run` find kube-apiserver and etcd here.
@@ -83,11 +84,16 @@ manifests: ## Regenerate the CRD (config/crd) and the ClusterRole (config/rbac/r
 generate: ## Regenerate clientset, listers, informers, deepcopy, the CRD and the ClusterRole.
 	hack/update-codegen.sh
 
+.PHONY: docs
+docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC) and docs/benchmarks.md (from bench-results/) with hack/docgen.
+	$(GO) run ./hack/docgen
+
 .PHONY: verify
-verify: ## Check formatting, vet and generated code.
+verify: ## Check formatting, vet, generated code and generated docs.
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	@if [[ -x hack/verify-codegen.sh ]]; then hack/verify-codegen.sh; fi
+	GO=$(GO) hack/verify-docs.sh
 
 .PHONY: test
 test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.
@@ -121,7 +127,7 @@ N          ?= 1000
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Measure the controllers against the API server's own limit on a fresh local control plane, and the network controller against real Neutron (N=1000; `make bench N=10000`); table on stdout, JSON in bench-results/.
+bench: ## Measure the controllers against the API server's own limit on a fresh local control plane, and the network controller against real Neutron (N=1000; `make bench N=10000`); table on stdout, JSON in bench-results/<timestamp>-<commit>.json (`make docs` renders them).
 	hack/build-tools.sh kube-apiserver etcd traefik
 	hack/with-openstack.sh $(GO) run ./test/bench/cmd/bench -n $(N) $(BENCH_ARGS)
 

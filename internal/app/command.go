@@ -18,8 +18,7 @@ import (
 // NewCommand returns the controller-manager command.
 func NewCommand() *cobra.Command {
 	o := NewOptions()
-	fg := featuregate.NewFeatureGate() // only the logging feature gates
-	utilruntime.Must(logsapi.AddFeatureGates(fg))
+	fg := loggingFeatureGate()
 
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -66,8 +65,7 @@ KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 		},
 	}
 
-	fss := o.Flags()
-	fg.AddFlag(fss.FlagSet("logging"))
+	fss := commandFlagSets(o, fg)
 	fs := cmd.Flags()
 	for _, f := range fss.FlagSets {
 		fs.AddFlagSet(f)
@@ -85,4 +83,25 @@ func signalContext() context.Context {
 		klog.Background().Info("Received SIGTERM or SIGINT: shutting down (send it again to exit at once)")
 	})
 	return ctx
+}
+
+// FlagSets returns the command's flags in their --help sections, as
+// NewCommand has them: the source of the generated flag reference.
+func FlagSets() cliflag.NamedFlagSets {
+	return commandFlagSets(NewOptions(), loggingFeatureGate())
+}
+
+// loggingFeatureGate has only the logging feature gates: the manager has
+// no gates of its own.
+func loggingFeatureGate() featuregate.MutableFeatureGate {
+	fg := featuregate.NewFeatureGate()
+	utilruntime.Must(logsapi.AddFeatureGates(fg))
+	return fg
+}
+
+// commandFlagSets are o's flags and the logging feature gates of fg.
+func commandFlagSets(o *Options, fg featuregate.MutableFeatureGate) cliflag.NamedFlagSets {
+	fss := o.Flags()
+	fg.AddFlag(fss.FlagSet("logging"))
+	return fss
 }

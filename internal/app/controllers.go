@@ -38,7 +38,7 @@ func Controllers() []Descriptor {
 			// Workers mostly wait on API round trips: enough of them keep a
 			// cold start over thousands of Services bound by the API server,
 			// not by us (throughput = workers / round trip, and a round trip
-			// grows under load; README's bench section has the measurements).
+			// grows under load; docs/benchmarks.md has the measurements).
 			DefaultWorkers: 64,
 			New: func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error) {
 				return ingressmanager.New(ctx, cctx, o.ingressConfig())

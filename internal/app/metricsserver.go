@@ -40,6 +40,9 @@ const (
 // not imported for this one value: that package pulls in the whole generic server).
 var authReviewBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 
+// The secure metrics server asks the API server whose bearer token a scrape
+// carries (TokenReview), then whether that user may get /metrics
+// (SubjectAccessReview); both answers are cached.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 

@@ -74,8 +74,8 @@ const (
 	// 5/10, which would throttle a cold start over thousands of Services for
 	// many minutes. The API server protects itself with API Priority and
 	// Fairness; the client limit is only a guard against a runaway loop, so
-	// it sits above what one API server can serve (README's bench section
-	// has the measurements).
+	// it sits above what one API server can serve (docs/benchmarks.md has
+	// the measurements).
 	DefaultKubeAPIQPS   = 5000
 	DefaultKubeAPIBurst = 10000
 )

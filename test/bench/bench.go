@@ -26,6 +26,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -139,6 +140,9 @@ const (
 	benchNamespace = "bench"
 )
 
+// errSkipped is returned by a phase that cannot run here.
+var errSkipped = errors.New("skipped")
+
 // run is the state of one benchmark run.
 type run struct {
 	cfg        *Config
@@ -229,11 +233,25 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("interrupted before the %s phase: %w", phase.name, context.Cause(ctx))
 		}
+		step := Step{Name: phase.name, Started: time.Now().UTC(), Outcome: "skipped", Detail: "-skip"}
 		if cfg.Skip[phase.name] {
+			r.res.Steps = append(r.res.Steps, step)
 			continue
 		}
 		cfg.logf("=== %s", phase.name)
-		if err := phase.run(ctx); err != nil {
+		err := phase.run(ctx)
+		step.Seconds, step.Detail = time.Since(step.Started).Seconds(), ""
+		switch {
+		case errors.Is(err, errSkipped):
+			step.Outcome, step.Detail, err = "skipped", err.Error(), nil
+		case err != nil:
+			step.Outcome, step.Detail = "failed", err.Error()
+		default:
+			step.Outcome = "done"
+		}
+		r.res.Steps = append(r.res.Steps, step)
+		cfg.logf("=== %s %s in %.1fs", phase.name, step.Outcome, step.Seconds)
+		if err != nil {
 			return res, fmt.Errorf("%s: %w", phase.name, err)
 		}
 	}
@@ -275,6 +293,11 @@ func (r *run) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The harness deletes all N Ingresses in one deletecollection, which
+	// outlasts the API server's default one-minute request timeout at large
+	// N on a slow machine; a request still in flight at the phase's own
+	// deadline is cut off by the harness.
+	env.ControlPlane.GetAPIServer().Configure().Set("request-timeout", r.cfg.phaseTimeout().String())
 	r.env = env
 	r.cfg.logf("starting etcd and kube-apiserver")
 	cfg, err := env.Start()

@@ -5,12 +5,28 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kube-sample/controller-manager/test/integration/framework/dataplane"
 )
+
+// TestResultNamesItsCommit: every result file says which source it measured.
+func TestResultNamesItsCommit(t *testing.T) {
+	r := newResult(Config{N: 1})
+	if !regexp.MustCompile(`^[0-9a-f]{7,}(-dirty)?$`).MatchString(r.Commit) {
+		t.Errorf("commit = %q, want git's short commit, -dirty when the tree differs", r.Commit)
+	}
+	if want := regexp.MustCompile(`^\d{8}T\d{6}Z-` + regexp.QuoteMeta(r.Commit) + `\.json$`); !want.MatchString(r.FileName()) {
+		t.Errorf("file name = %q, want <timestamp>-<commit>.json", r.FileName())
+	}
+	if r.Machine.Cores < 1 || r.Machine.RAMBytes <= 0 {
+		t.Errorf("machine = %+v, want cores and memory", r.Machine)
+	}
+}
 
 // The routable step needs the private network namespace of dataplane.Main.
 func TestMain(m *testing.M) { os.Exit(dataplane.Main(m.Run)) }
@@ -64,6 +80,13 @@ func TestSmoke(t *testing.T) {
 	}
 	if res.Machine.Cores < 1 || res.Machine.RAMBytes <= 0 || res.Machine.LoadStart < 0 || res.Machine.LoadEnd < 0 {
 		t.Errorf("machine = %+v", res.Machine)
+	}
+	var steps []string
+	for _, s := range res.Steps {
+		steps = append(steps, s.Name+" "+s.Outcome)
+	}
+	if want := []string{"manager at N=0 done", "limit done", "ingress-manager done", "httproute done", "network done", "neutron skipped"}; !slices.Equal(steps, want) {
+		t.Errorf("steps = %q, want %q", steps, want)
 	}
 
 	lim := res.Limit

@@ -73,7 +73,7 @@ func (r *run) measure(ctx context.Context, n, conc int, do func(ctx context.Cont
 }
 
 // benchService is one of the benchmark's Services, shaped like the
-// README's my-nginx example, annotated for an Ingress when annotated is
+// my-nginx example of docs/ingress-manager.md, annotated for an Ingress when annotated is
 // true. It is headless: the API server's cluster IP allocation slows down
 // as tens of thousands of IPs are taken, which would only slow the harness
 // down; ingress-manager reads no cluster IP.

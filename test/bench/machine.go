@@ -2,10 +2,14 @@ package bench
 
 import (
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 // Machine describes where the benchmark ran.
@@ -40,6 +44,29 @@ func machineInfo() Machine {
 		m.Kernel = release[0]
 	}
 	return m
+}
+
+// sourceCommit is the short commit of the repository's HEAD, with "-dirty"
+// when tracked files differ from it ("unknown" outside a git checkout).
+func sourceCommit() string {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return "unknown"
+	}
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	commit, err := git("rev-parse", "--short", "HEAD")
+	if err != nil || commit == "" {
+		return "unknown"
+	}
+	// Untracked files (e.g. results not yet committed) do not change what
+	// was measured.
+	if status, err := git("status", "--porcelain", "--untracked-files=no"); err != nil || status != "" {
+		commit += "-dirty"
+	}
+	return commit
 }
 
 // loadAvg1 is the 1-minute load average (-1 when unknown).

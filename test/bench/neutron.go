@@ -30,8 +30,7 @@ import (
 // subnet, tags) at the same concurrency: Neutron's own limit.
 func (r *run) neutronPhase(ctx context.Context) error {
 	if r.cfg.NeutronNetworks <= 0 || r.cfg.OpenStackDir == "" {
-		r.cfg.logf("neutron: skipped (no OpenStack: run through hack/with-openstack.sh, as `make bench` does)")
-		return nil
+		return fmt.Errorf("%w: no OpenStack (run through hack/with-openstack.sh, as `make bench` does)", errSkipped)
 	}
 	cloud, err := neutrontest.Load(r.cfg.OpenStackDir)
 	if err != nil {

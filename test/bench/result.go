@@ -14,21 +14,38 @@ import (
 
 // Result is the outcome of one run; it is written as JSON.
 type Result struct {
-	Started         time.Time     `json:"started"`
-	Finished        time.Time     `json:"finished"`
-	DurationSeconds float64       `json:"duration_seconds"`
-	N               int           `json:"n"`
-	Error           string        `json:"error,omitempty"`
-	Versions        Versions      `json:"versions"`
-	Machine         Machine       `json:"machine"`
-	Settings        Settings      `json:"settings"`
-	Limit           Limit         `json:"limit"`
-	Ingress         Ingress       `json:"ingress_manager"`
-	Memory          Memory        `json:"memory"`
-	Network         []NetCase     `json:"network"`
-	Neutron         []NeutronCase `json:"neutron,omitempty"`
-	HTTPRoute       *RouteResult  `json:"httproute,omitempty"`
-	Targets         []Target      `json:"targets"`
+	Started         time.Time `json:"started"`
+	Finished        time.Time `json:"finished"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	N               int       `json:"n"`
+	// Commit is the source tree the run measured: `git rev-parse --short
+	// HEAD`, with "-dirty" when tracked files differed from it.
+	Commit string `json:"commit"`
+	Error  string `json:"error,omitempty"`
+	// Steps are the run's top-level phases in order, with how each ended,
+	// so that an incomplete run shows where it stopped.
+	Steps     []Step        `json:"steps,omitempty"`
+	Versions  Versions      `json:"versions"`
+	Machine   Machine       `json:"machine"`
+	Settings  Settings      `json:"settings"`
+	Limit     Limit         `json:"limit"`
+	Ingress   Ingress       `json:"ingress_manager"`
+	Memory    Memory        `json:"memory"`
+	Network   []NetCase     `json:"network"`
+	Neutron   []NeutronCase `json:"neutron,omitempty"`
+	HTTPRoute *RouteResult  `json:"httproute,omitempty"`
+	Targets   []Target      `json:"targets"`
+}
+
+// Step is one top-level phase of a run.
+type Step struct {
+	Name    string    `json:"name"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
+	// Outcome is "done", "skipped" or "failed"; Detail says why it was
+	// skipped or failed.
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // Versions of what ran.
@@ -248,6 +265,7 @@ func newResult(cfg Config) *Result {
 	return &Result{
 		Started: time.Now().UTC(),
 		N:       cfg.N,
+		Commit:  sourceCommit(),
 		Versions: Versions{
 			Go: machineInfo().GoVersion,
 		},
@@ -347,7 +365,17 @@ func (r *Result) computeTargets() {
 	}
 }
 
-// WriteJSON writes the result to dir/<UTC start time>.json and returns the path.
+// FileName is the result's file name, <UTC start time>-<commit>.json: every
+// result names the source it measured.
+func (r *Result) FileName() string {
+	commit := r.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	return r.Started.Format("20060102T150405Z") + "-" + commit + ".json"
+}
+
+// WriteJSON writes the result to dir/FileName() and returns the path.
 func (r *Result) WriteJSON(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -356,7 +384,7 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, r.Started.Format("20060102T150405Z")+".json")
+	path := filepath.Join(dir, r.FileName())
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return "", err
 	}
@@ -365,8 +393,8 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-// WriteTable prints the human summary (Markdown tables, so it can be pasted
-// into the README as it is).
+// WriteTable prints the human summary as Markdown tables, which
+// docs/benchmarks.md (make docs) shows for every result.
 func (r *Result) WriteTable(out io.Writer) {
 	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(w, "| "+strings.Join(cells, "\t| ")+"\t|") }
@@ -374,12 +402,25 @@ func (r *Result) WriteTable(out io.Writer) {
 	flush := func() { w.Flush(); fmt.Fprintln(out) }
 
 	m := r.Machine
-	fmt.Fprintf(out, "Measured %s, N=%d, on %d cores (%s), %.1f GiB RAM; load average (1 min) %.2f at start, %.2f at end;\n"+
+	fmt.Fprintf(out, "Measured %s at commit %s, N=%d, on %d cores (%s), %.1f GiB RAM; load average (1 min) %.2f at start, %.2f at end;\n"+
 		"other processes used %.0f%% of the CPU during the run (the benchmark's own processes excluded).\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.N, m.Cores, m.CPUModel, float64(m.RAMBytes)/(1<<30), m.LoadStart, m.LoadEnd, 100*m.OtherCPU)
+		r.Started.Format("2006-01-02 15:04 UTC"), r.Commit, r.N, m.Cores, m.CPUModel, float64(m.RAMBytes)/(1<<30), m.LoadStart, m.LoadEnd, 100*m.OtherCPU)
 	fmt.Fprintf(out, "kube-apiserver %s, etcd %s, %s; run took %.0fs.\n\n", r.Versions.KubeAPIServer, r.Versions.Etcd, r.Versions.Go, r.DurationSeconds)
 	if r.Error != "" {
 		fmt.Fprintf(out, "INCOMPLETE: %s\n\n", r.Error)
+	}
+
+	if len(r.Steps) > 0 {
+		row("step", "started", "seconds", "outcome")
+		sep(4)
+		for _, s := range r.Steps {
+			outcome := s.Outcome
+			if s.Detail != "" {
+				outcome += ": " + s.Detail
+			}
+			row(s.Name, s.Started.Format("15:04:05"), fmt.Sprintf("%.1f", s.Seconds), outcome)
+		}
+		flush()
 	}
 
 	if len(r.Limit.Creates) > 0 {

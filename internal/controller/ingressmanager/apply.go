@@ -35,6 +35,10 @@ func (b *Builder) NeedsUpdate(live, desired *networkingv1.Ingress) (bool, error)
 	return NeedsUpdate(live, desired, b.fieldManager)
 }
 
+// A new Ingress is a create; changes are server-side applies (patch); the
+// first change after a create reads the Ingress afresh (get) and moves the
+// create's field ownership to the apply (a JSON patch); delete when the
+// annotation or the Service goes.
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;create;patch;delete
 
 // ingressWriter is the write path of Ingresses (client may be nil for
@@ -43,7 +47,7 @@ func ingressWriter(client kubernetes.Interface, fieldManager string, recorder re
 	ingresses := func(namespace string) typedClient[*networkingv1.Ingress] {
 		return client.NetworkingV1().Ingresses(namespace)
 	}
-	return newWriter("Ingress", ingresses, fieldManager, recorder, networkingv1ac.Ingress, networkingv1ac.ExtractIngress,
+	return newWriter("Ingress", writeReasons{ReasonIngressCreated, ReasonIngressUpdated, ReasonIngressDeleted, ReasonIngressExists}, ingresses, fieldManager, recorder, networkingv1ac.Ingress, networkingv1ac.ExtractIngress,
 		func(ac *networkingv1ac.IngressApplyConfiguration) { ac.Status = nil })
 }
 

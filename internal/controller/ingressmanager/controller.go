@@ -29,29 +29,48 @@ import (
 // Name is the controller's name in --controllers.
 const Name = "ingress-manager"
 
-// Event reasons (besides the InvalidError reasons of bad annotations and
-// the writers' <kind>Created/Updated/Deleted).
+// Event reasons on the Service (besides the InvalidError reasons of bad
+// annotations).
 const (
+	// ReasonIngressCreated (Normal): the Service's Ingress was created.
 	ReasonIngressCreated = "IngressCreated"
+	// ReasonIngressUpdated (Normal): the Ingress was brought back to what
+	// the Service's annotations say.
 	ReasonIngressUpdated = "IngressUpdated"
+	// ReasonIngressDeleted (Normal): the Ingress was deleted, the message
+	// says why (annotation removed, moved to an HTTPRoute, Service gone).
 	ReasonIngressDeleted = "IngressDeleted"
-	// ReasonIngressExists: a same-named Ingress not controlled by the Service
-	// is in the way; it is left untouched.
+	// ReasonIngressExists (Warning): a same-named Ingress not controlled by
+	// the Service is in the way; it is left untouched.
 	ReasonIngressExists = "IngressExists"
-	// ReasonHTTPRouteExists: the same for an HTTPRoute.
+	// ReasonHTTPRouteCreated (Normal): the Service's HTTPRoute was created.
+	ReasonHTTPRouteCreated = "HTTPRouteCreated"
+	// ReasonHTTPRouteUpdated (Normal): the HTTPRoute was brought back to
+	// what the Service's annotations say.
+	ReasonHTTPRouteUpdated = "HTTPRouteUpdated"
+	// ReasonHTTPRouteDeleted (Normal): the HTTPRoute was deleted, the
+	// message says why.
+	ReasonHTTPRouteDeleted = "HTTPRouteDeleted"
+	// ReasonHTTPRouteExists (Warning): a same-named HTTPRoute not controlled
+	// by the Service is in the way; it is left untouched.
 	ReasonHTTPRouteExists = "HTTPRouteExists"
-	// ReasonGatewayAPINotInstalled: the Service asks for a Gateway but the
-	// cluster does not serve HTTPRoutes; it keeps an Ingress meanwhile.
+	// ReasonGatewayAPINotInstalled (Warning): the Service asks for a Gateway
+	// but the cluster does not serve HTTPRoutes; it keeps an Ingress
+	// meanwhile.
 	ReasonGatewayAPINotInstalled = "GatewayAPINotInstalled"
-	// ReasonHTTPRouteNotAccepted and ReasonHTTPRouteRefsNotResolved carry a
-	// Gateway's Accepted=False or ResolvedRefs=False condition of the route.
-	ReasonHTTPRouteNotAccepted     = "HTTPRouteNotAccepted"
+	// ReasonHTTPRouteNotAccepted (Warning) carries the Gateway's
+	// Accepted=False condition of the route; the Ingress stays.
+	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
+	// ReasonHTTPRouteRefsNotResolved (Warning) carries the Gateway's
+	// ResolvedRefs=False condition of the route; the Ingress stays.
 	ReasonHTTPRouteRefsNotResolved = "HTTPRouteRefsNotResolved"
-	// ReasonWaitingForHTTPRoute: the Ingress is kept until the Gateway
-	// accepts the route that replaces it.
+	// ReasonWaitingForHTTPRoute (Normal): the Ingress is kept until the
+	// Gateway accepts the route that replaces it (and --ingress-move-settle
+	// passed).
 	ReasonWaitingForHTTPRoute = "WaitingForHTTPRoute"
-	// ReasonWaitingForIngress: the HTTPRoute is kept until the Ingress that
-	// replaces it has an address.
+	// ReasonWaitingForIngress (Normal): the HTTPRoute is kept until the
+	// Ingress that replaces it has an address (and --ingress-move-settle
+	// passed).
 	ReasonWaitingForIngress = "WaitingForIngress"
 )
 

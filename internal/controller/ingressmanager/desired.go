@@ -25,21 +25,29 @@ import (
 
 // Annotation keys read on a Service.
 const (
-	// AnnotationHTTP enables the Ingress for a Service (any value but "false").
+	// AnnotationHTTP enables the Ingress (or HTTPRoute) for a Service: any
+	// value but "false"; removing it or "false" deletes what it created.
 	AnnotationHTTP = "ingress/http"
-	// AnnotationHost sets the rule host; "" means a rule without host.
+	// AnnotationHost sets the rule host, a DNS name or a *.wildcard; ""
+	// means a rule without host. Default: --ingress-host-template.
 	AnnotationHost = "ingress/host"
-	// AnnotationPath sets the HTTP path.
+	// AnnotationPath sets the HTTP path, starting with "/". Default: "/".
 	AnnotationPath = "ingress/path"
-	// AnnotationPathType sets the path type: Prefix, Exact or ImplementationSpecific.
+	// AnnotationPathType sets the path type: Prefix, Exact or
+	// ImplementationSpecific (Ingress only). Default: Prefix.
 	AnnotationPathType = "ingress/path-type"
 	// AnnotationPort selects the backend Service port, by number or by name.
+	// Default: port 80 if the Service has it, else the port named "http",
+	// else its only port.
 	AnnotationPort = "ingress/port"
-	// AnnotationClass sets spec.ingressClassName; "" means no class.
+	// AnnotationClass sets spec.ingressClassName; "" means no class
+	// (Ingress only). Default: --ingress-class.
 	AnnotationClass = "ingress/class"
-	// AnnotationTLSSecret adds spec.tls for the rule host with this Secret.
+	// AnnotationTLSSecret adds spec.tls for the rule host with this Secret
+	// (Ingress only). Default: no TLS.
 	AnnotationTLSSecret = "ingress/tls-secret"
-	// AnnotationAnnotations is a JSON object of annotations to put on the Ingress.
+	// AnnotationAnnotations is a JSON object of annotations to put on the
+	// Ingress or HTTPRoute; one dropped from it is removed. Default: none.
 	AnnotationAnnotations = "ingress/annotations"
 )
 
@@ -60,18 +68,35 @@ const (
 	DefaultPortName = "http"
 )
 
-// Reasons of an InvalidError, CamelCase, suitable as an Event reason.
+// Reasons of an InvalidError, CamelCase, each a Warning Event on the
+// Service: nothing is written until the annotation is fixed, and an
+// existing Ingress or HTTPRoute keeps its last good configuration.
 const (
-	ReasonInvalidHost         = "InvalidHost"
+	// ReasonInvalidHost: ingress/host is not a DNS name or *.wildcard.
+	ReasonInvalidHost = "InvalidHost"
+	// ReasonInvalidHostTemplate: --ingress-host-template does not execute
+	// into a valid host for this Service.
 	ReasonInvalidHostTemplate = "InvalidHostTemplate"
-	ReasonInvalidPath         = "InvalidPath"
-	ReasonInvalidPathType     = "InvalidPathType"
-	ReasonUnknownPort         = "UnknownPort"
-	ReasonAmbiguousPort       = "AmbiguousPort"
-	ReasonNoPorts             = "NoPorts"
-	ReasonInvalidClass        = "InvalidClass"
-	ReasonInvalidTLSSecret    = "InvalidTLSSecret"
-	ReasonInvalidAnnotations  = "InvalidAnnotations"
+	// ReasonInvalidPath: ingress/path does not start with "/" or has
+	// characters the path type does not allow.
+	ReasonInvalidPath = "InvalidPath"
+	// ReasonInvalidPathType: ingress/path-type is not Prefix, Exact or
+	// ImplementationSpecific.
+	ReasonInvalidPathType = "InvalidPathType"
+	// ReasonUnknownPort: the Service has no port ingress/port names, or
+	// none of the default choices.
+	ReasonUnknownPort = "UnknownPort"
+	// ReasonAmbiguousPort: several ports match and nothing says which.
+	ReasonAmbiguousPort = "AmbiguousPort"
+	// ReasonNoPorts: the Service has no ports to route to.
+	ReasonNoPorts = "NoPorts"
+	// ReasonInvalidClass: ingress/class is not a valid IngressClass name.
+	ReasonInvalidClass = "InvalidClass"
+	// ReasonInvalidTLSSecret: ingress/tls-secret is not a valid Secret name.
+	ReasonInvalidTLSSecret = "InvalidTLSSecret"
+	// ReasonInvalidAnnotations: ingress/annotations is not a JSON object of
+	// valid annotations.
+	ReasonInvalidAnnotations = "InvalidAnnotations"
 )
 
 // ingressClassAnnotation is the deprecated class annotation the API server

@@ -23,9 +23,13 @@ const (
 	AnnotationGatewayListener = "ingress/gateway-listener"
 )
 
-// Reasons of the route's Problems and Warnings.
+// Reasons of the route's Problems and Warnings (Warning Events).
 const (
-	ReasonInvalidGateway         = "InvalidGateway"
+	// ReasonInvalidGateway: ingress/gateway (or --ingress-gateway) is not
+	// [<namespace>/]<name> of valid names.
+	ReasonInvalidGateway = "InvalidGateway"
+	// ReasonInvalidGatewayListener: ingress/gateway-listener is not a valid
+	// listener name.
 	ReasonInvalidGatewayListener = "InvalidGatewayListener"
 	// ReasonUnsupportedPathType: ImplementationSpecific has no portable
 	// meaning in an HTTPRoute.

@@ -17,6 +17,7 @@ func RouteApplyConfiguration(desired *gatewayv1.HTTPRoute) (*gatewayv1ac.HTTPRou
 	return routeWriter(nil, "", nil).applyConfiguration(desired, "")
 }
 
+// HTTPRoutes are written as Ingresses are (see ingressWriter).
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;create;patch;delete
 
 // routeWriter is the write path of HTTPRoutes (client may be nil for
@@ -25,7 +26,7 @@ func routeWriter(client gatewayclient.Interface, fieldManager string, recorder r
 	routes := func(namespace string) typedClient[*gatewayv1.HTTPRoute] {
 		return client.GatewayV1().HTTPRoutes(namespace)
 	}
-	return newWriter("HTTPRoute", routes, fieldManager, recorder, gatewayv1ac.HTTPRoute, gatewayv1ac.ExtractHTTPRoute,
+	return newWriter("HTTPRoute", writeReasons{ReasonHTTPRouteCreated, ReasonHTTPRouteUpdated, ReasonHTTPRouteDeleted, ReasonHTTPRouteExists}, routes, fieldManager, recorder, gatewayv1ac.HTTPRoute, gatewayv1ac.ExtractHTTPRoute,
 		func(ac *gatewayv1ac.HTTPRouteApplyConfiguration) { ac.Status = nil })
 }
 

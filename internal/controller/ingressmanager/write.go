@@ -59,9 +59,9 @@ type typedClient[T object] interface {
 //     our entry owns, so a converged object costs no write.
 //   - delete has the UID as precondition.
 type writer[T object, AC any] struct {
-	// kind is "Ingress" or "HTTPRoute": for errors, logs and Event reasons
-	// (<kind>Created, <kind>Updated, <kind>Deleted, <kind>Exists).
+	// kind is "Ingress" or "HTTPRoute", for errors and logs.
 	kind         string
+	reasons      writeReasons
 	client       func(namespace string) typedClient[T]
 	fieldManager string
 	recorder     record.EventRecorder
@@ -76,11 +76,15 @@ type writer[T object, AC any] struct {
 	clearStatus func(ac *AC)
 }
 
+// writeReasons are the Event reasons of one kind's writes, and of a
+// same-named object of someone else in the way.
+type writeReasons struct{ created, updated, deleted, exists string }
+
 // newWriter returns the write path of one kind; client may be nil for
 // needsUpdate alone.
-func newWriter[T object, AC any](kind string, client func(namespace string) typedClient[T], fieldManager string, recorder record.EventRecorder,
+func newWriter[T object, AC any](kind string, reasons writeReasons, client func(namespace string) typedClient[T], fieldManager string, recorder record.EventRecorder,
 	newApplyConfiguration func(name, namespace string) *AC, extract func(T, string) (*AC, error), clearStatus func(*AC)) *writer[T, AC] {
-	return &writer[T, AC]{kind: kind, client: client, fieldManager: fieldManager, recorder: recorder,
+	return &writer[T, AC]{kind: kind, reasons: reasons, client: client, fieldManager: fieldManager, recorder: recorder,
 		newApplyConfiguration: newApplyConfiguration, extract: extract, clearStatus: clearStatus}
 }
 
@@ -121,7 +125,7 @@ func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live,
 		return false, w.create(ctx, svc, desired)
 	}
 	if !isControlledBy(live, svc) {
-		r.warn(w.kind+"Exists", "", fmt.Sprintf("%s %s/%s exists and is not controlled by this Service (%s); it is left untouched. %s",
+		r.warn(w.reasons.exists, "", fmt.Sprintf("%s %s/%s exists and is not controlled by this Service (%s); it is left untouched. %s",
 			w.kind, live.GetNamespace(), live.GetName(), controllerOf(live), fix))
 		return false, nil
 	}
@@ -214,7 +218,7 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 		return fmt.Errorf("creating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
-	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.kind+"Created", "Created %s %s", w.kind, desired.GetName())
+	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.created, "Created %s %s", w.kind, desired.GetName())
 	return nil
 }
 
@@ -233,7 +237,7 @@ func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired
 		return fmt.Errorf("updating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	klog.FromContext(ctx).Info("Updated "+w.kind, w.logKey(), klog.KObj(desired))
-	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.kind+"Updated", "Updated %s %s", w.kind, desired.GetName())
+	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.updated, "Updated %s %s", w.kind, desired.GetName())
 	return nil
 }
 
@@ -300,7 +304,7 @@ func (w *writer[T, AC]) delete(ctx context.Context, svc *corev1.Service, obj T, 
 	}
 	klog.FromContext(ctx).Info("Deleted "+w.kind, w.logKey(), klog.KObj(obj), "reason", why)
 	if svc != nil {
-		w.recorder.Eventf(svc, corev1.EventTypeNormal, w.kind+"Deleted", "Deleted %s %s: %s", w.kind, obj.GetName(), why)
+		w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.deleted, "Deleted %s %s: %s", w.kind, obj.GetName(), why)
 	}
 	return nil
 }

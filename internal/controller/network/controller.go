@@ -31,10 +31,14 @@ const Name = "network"
 // nothing leaks even when the Network is deleted while the controller is down.
 const Finalizer = "samplecrd.k8s.io/backend-cleanup"
 
-// Event reasons (besides the Ready condition reasons of samplecrdv1).
+// Event reasons (besides the Ready condition reasons of samplecrdv1, which
+// are also Warning Events when permanent).
 const (
+	// ReasonCreated (Normal): the backend network and subnet were created.
 	ReasonCreated = "BackendCreated"
+	// ReasonUpdated (Normal): the backend subnet's gateway was updated.
 	ReasonUpdated = "BackendUpdated"
+	// ReasonDeleted (Normal): the backend network and subnet were deleted.
 	ReasonDeleted = "BackendDeleted"
 )
 
@@ -225,6 +229,8 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	return nil
 }
 
+// Status (the Ready condition, backend IDs, observedGeneration) is written
+// through the status subresource.
 // +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks/status,verbs=update
 
 // setReady writes the Ready condition (and the backend IDs, when known) to
@@ -316,6 +322,8 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Garbage collection re-reads a Network from the API server, not the cache,
+// before it deletes the backend network of one it believes gone.
 // +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks,verbs=get
 
 // networkExists reads the Network n belonged to from the API server and

@@ -31,7 +31,7 @@ import (
 )
 
 // wantIngress is the Ingress a Service should have, worked out by the test
-// from the README's rules, independently of the controller's builder.
+// from the documented rules (docs/ingress-manager.md), independently of the controller's builder.
 type wantIngress struct {
 	Host, Path, PathType string
 	Port                 int32

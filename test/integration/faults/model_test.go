@@ -26,7 +26,7 @@ import (
 // Model-based test of the ingress-manager: random sequences of operations
 // on a few Service names, then, once the manager settled, the live
 // Ingresses compared to what the model of the Services asks for
-// (modelIngress, written from the README, not from the controller).
+// (modelIngress, written from docs/ingress-manager.md, not from the controller).
 //
 // FAULTS_MODEL_SEED=<n> replays the sequences of seed n (the test logs the
 // seed it used).

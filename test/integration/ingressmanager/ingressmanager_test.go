@@ -54,7 +54,7 @@ func (e *env) start(mutate ...func(*app.Options)) {
 	e.m = framework.StartManager(e.t, c, o)
 }
 
-// seedService is the README's my-nginx Service.
+// seedService is docs/ingress-manager.md's my-nginx Service.
 func seedService(ns, name string, annotations map[string]string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}, Annotations: annotations},

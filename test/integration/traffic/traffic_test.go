@@ -17,7 +17,7 @@ import (
 	"github.com/kube-sample/controller-manager/test/integration/framework/dataplane"
 )
 
-// TestSeedFlow is the README's my-nginx Service with the default host:
+// TestSeedFlow is docs/ingress-manager.md's my-nginx Service with the default host:
 // no route before the annotation, a route to its backend after, none once
 // the annotation goes, and a route again after the Ingress is deleted by
 // hand (the controller recreates it).

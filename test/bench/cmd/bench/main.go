@@ -1,7 +1,9 @@
 // Command bench runs the benchmark suite (`make bench`): it starts a fresh
 // local control plane, measures the API server's limit and the controllers
 // against it, prints a table and writes the figures as JSON to
-// <out>/<UTC timestamp>.json (an incomplete run goes to <out>/tmp/).
+// <out>/<UTC timestamp>-<commit>.json (an incomplete run goes to <out>/tmp/).
+// Results accumulate: `make docs` renders every one of them into
+// docs/benchmarks.md.
 //
 // Usage: go run ./test/bench/cmd/bench [-n 1000] [-out bench-results] [flags]
 package main
@@ -44,8 +46,7 @@ func run() int {
 	}
 	n := flag.Int("n", 1000, "Number of objects (Services, Ingresses) per phase.")
 	cfg := bench.DefaultConfig(0)
-	out := flag.String("out", filepath.Join(root, "bench-results"), "Directory of the JSON results; a complete run replaces the earlier <timestamp>.json files there.")
-	keep := flag.Bool("keep", false, "Keep earlier results in -out.")
+	out := flag.String("out", filepath.Join(root, "bench-results"), "Directory of the JSON results (<timestamp>-<commit>.json; `make docs` renders them into docs/benchmarks.md).")
 	table := flag.String("table", "", "Only print the table of this results file (no run).")
 	var managerArgs listFlag
 	flag.Var(&managerArgs, "manager-arg", "Extra controller-manager flag for the ingress-manager runs (repeatable), e.g. -manager-arg=--ingress-manager-workers=32.")
@@ -129,21 +130,8 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "bench: incomplete run (partial results in %s): %v\n", path, err)
 		return 1
 	}
-	if !*keep {
-		removeOlder(*out, path)
-	}
 	fmt.Fprintf(os.Stderr, "bench: results written to %s (%s)\n", path, time.Since(res.Started).Round(time.Second))
 	return 0
-}
-
-// removeOlder removes the earlier <timestamp>.json results of dir.
-func removeOlder(dir, keep string) {
-	old, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	for _, p := range old {
-		if p != keep {
-			_ = os.Remove(p)
-		}
-	}
 }
 
 // positiveInts parses the comma-separated list of flag name.
