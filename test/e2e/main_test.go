@@ -147,6 +147,7 @@ func inside(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	cfg = framework.Config(cfg) // waits poll often: no client-side throttling
 	client = kubernetes.NewForConfigOrDie(cfg)
 	if err := deploy(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: deploying:", err)

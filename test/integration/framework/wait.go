@@ -37,7 +37,11 @@ func EventuallyEvery(t testing.TB, interval, timeout time.Duration, msg string, 
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
 		if err != nil {
-			lastErr = err
+			// The deadline's own error (a request cut short) would hide the
+			// last one that tells why the condition does not hold.
+			if ctx.Err() == nil || lastErr == nil {
+				lastErr = err
+			}
 			return false, nil
 		}
 		return ok, nil
