@@ -9,9 +9,9 @@
 # Usage: hack/build-image.sh -f DOCKERFILE -t IMAGE -o ARCHIVE
 #                            [--build-arg K=V ...] CONTEXT_DIR
 #
-# buildah's storage is private to this project (bin/.buildah) and emptied
-# after each build; timestamps are fixed, so the same inputs give the same
-# image.
+# buildah's storage is private to each build (bin/.buildah.*) and removed
+# afterwards; timestamps are fixed, so the same inputs give the same image.
+# buildah is installed from Debian when missing (as root).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,8 +30,12 @@ done
 context="${1:-}"
 [[ -n "${file}" && -n "${image}" && -n "${archive}" && -d "${context}" ]] ||
   die "usage: $0 -f DOCKERFILE -t IMAGE -o ARCHIVE [--build-arg K=V ...] CONTEXT_DIR"
-command -v buildah >/dev/null ||
-  die "buildah is not installed: apt-get install buildah (Debian), or build with: docker build -f ${file} -t ${image} ${context}"
+if ! command -v buildah >/dev/null; then
+  # shellcheck source=hack/lib/install.sh
+  source "${ROOT}/hack/lib/install.sh"
+  install_packages build-image "${TMPDIR:-/tmp}/build-image-apt.log" buildah ||
+    die "buildah is needed (or build with: docker build -f ${file} -t ${image} ${context})"
+fi
 
 # The name a container runtime gives IMAGE (the Docker reference rules the
 # CRI uses): a first component without '.' or ':' that is not "localhost"
@@ -49,11 +53,13 @@ normalize() {
 }
 name="$(normalize "${image}")"
 
-store="${BUILDAH_STORE:-${ROOT}/bin/.buildah}"
+# A store of this build's own, so that builds at the same time do not meet.
+mkdir -p "${ROOT}/bin"
+store="$(mktemp -d "${ROOT}/bin/.buildah.XXXXXX")"
 b() { buildah --root "${store}/root" --runroot "${store}/run" --storage-driver vfs "$@"; }
+trap 'b rmi --all >/dev/null 2>&1 || true; rm -rf --one-file-system "${store}"' EXIT
 mkdir -p "$(dirname "${archive}")"
 rm -f "${archive}"
 b build --quiet --timestamp 0 --layers=false "${args[@]}" -f "${file}" -t "${name}" "${context}" >/dev/null
 b push --quiet "${name}" "oci-archive:${archive}:${name}"
-b rmi --all >/dev/null 2>&1 || true
 echo ">> image ${name} -> ${archive}" >&2

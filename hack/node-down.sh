@@ -22,13 +22,14 @@ source "${ROOT}/hack/lib/node.sh"
 source "${STATE}/node.env"
 
 # stop NAME stops a component node-up started: SIGTERM, then SIGKILL after
-# 10 seconds. Only a process still leading the session it was started in is
-# ours.
+# 10 seconds. Only a process still leading the session it was started in,
+# in the node's cgroup, is ours.
 stop() {
   local pidfile="${PIDS}/$1.pid" pid
   [[ -f "${pidfile}" ]] || return 0
   pid="$(cat "${pidfile}")"
-  if [[ -n "${pid}" && "$(ps -o sid= -p "${pid}" 2>/dev/null | tr -d ' ')" == "${pid}" ]]; then
+  if [[ -n "${pid}" && "$(ps -o sid= -p "${pid}" 2>/dev/null | tr -d ' ')" == "${pid}" ]] &&
+    grep -q ":${CGROUP}/system$" "/proc/${pid}/cgroup" 2>/dev/null; then
     kill -TERM "${pid}" 2>/dev/null || true
     for _ in $(seq 1 50); do
       kill -0 "${pid}" 2>/dev/null || break
@@ -90,13 +91,35 @@ fi
 
 # cgroups: every directory below the node's cgroup, deepest first, then the
 # ones node-up made on the way to it.
-while read -r h; do
-  [[ -d "${h}${CGROUP}" ]] && find "${h}${CGROUP}" -depth -type d -exec rmdir {} + 2>/dev/null
-done < <(cgroup_hierarchies)
+# A cgroup v2 directory stays busy until its killed processes are reaped.
+remove_cgroups() {
+  local h ok=0
+  while read -r h; do
+    if [[ -d "${h}${CGROUP}" ]]; then
+      find "${h}${CGROUP}" -depth -type d -exec rmdir {} + 2>/dev/null || ok=1
+    fi
+  done < <(cgroup_hierarchies)
+  return "${ok}"
+}
+deadline=$((SECONDS + 30))
+until remove_cgroups; do
+  if ((SECONDS > deadline)); then
+    echo "node-down: could not remove cgroup ${CGROUP} (in $(cgroup_hierarchies | tr '\n' ' '))" >&2
+    break
+  fi
+  sleep 0.2
+done
 if [[ -f "${STATE}/cgroups" ]]; then
   tac "${STATE}/cgroups" | while read -r d; do
     [[ -d "${d}" ]] && { rmdir "${d}" 2>/dev/null || echo "node-down: could not remove cgroup ${d}" >&2; }
   done
+fi
+
+# The kernel parameters the kubelet set, as node-up found them.
+if [[ -f "${STATE}/sysctls" ]]; then
+  while IFS== read -r k v; do
+    sysctl -qw "${k}=${v}" || echo "node-down: could not restore ${k}=${v}" >&2
+  done < "${STATE}/sysctls"
 fi
 
 # What the runtime and the kubelet keep outside STATE: the shims' sockets
@@ -128,7 +151,7 @@ if [[ -f "${STATE}/made-outside" ]]; then
 fi
 
 if [[ -z "${KEEP:-}" ]]; then
-  rm -rf "${STATE}"
+  rm -rf --one-file-system "${STATE}"
 else
   rm -f "${STATE}/node.env"
 fi

@@ -49,6 +49,10 @@ say() { echo ">> node: $*" >&2; }
 die() { echo "node-up: $*" >&2; exit 1; }
 
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, cgroups, containerd)"
+# STATE is emptied below: only a new or empty directory, or one node-up made.
+if [[ "${STATE}" == / || ( -n "$(ls -A "${STATE}")" && ! -f "${STATE}/.kube-node-state" ) ]]; then
+  die "${STATE} is neither empty nor a state directory of node-up: name a new directory"
+fi
 
 if [[ -f "${STATE}/node.env" ]]; then
   if [[ -e "${NETNS}" ]] && in_node "${BIN}/kubectl" --kubeconfig "${STATE}/kubeconfig" \
@@ -61,7 +65,7 @@ if [[ -f "${STATE}/node.env" ]]; then
 fi
 
 # --- packages and binaries ---
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack iproute2 buildah ca-certificates gcc libc6-dev)
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack iproute2 buildah ca-certificates gcc libc6-dev util-linux procps)
 installed() {
   local b
   for b in containerd ctr runc iptables conntrack ip buildah gcc nsenter; do
@@ -70,19 +74,9 @@ installed() {
   [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback && -x /usr/lib/cni/portmap ]]
 }
 if ! installed; then
-  say "installing ${PACKAGES[*]} from Debian"
-  created_policy=""
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    # Keep the packages' scripts from starting a system containerd.
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    created_policy=1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >"${TMPDIR:-/tmp}/node-apt.log" 2>&1 ||
-    { tail -20 "${TMPDIR:-/tmp}/node-apt.log" >&2; die "apt-get install failed (log: ${TMPDIR:-/tmp}/node-apt.log)"; }
-  [[ -n "${created_policy}" ]] && rm -f /usr/sbin/policy-rc.d
+  # shellcheck source=hack/lib/install.sh
+  source "${ROOT}/hack/lib/install.sh"
+  install_packages node-up "${TMPDIR:-/tmp}/node-apt.log" "${PACKAGES[@]}" || exit 1
   installed || die "packages installed but a binary is missing"
 fi
 "${ROOT}/hack/build-tools.sh" node
@@ -107,7 +101,9 @@ fail() {
 trap fail EXIT
 
 # --- state directory, namespace, cgroup ---
-rm -rf "${STATE:?}"/*
+mkdir -p "${STATE}"
+find "${STATE}" -mindepth 1 -delete
+touch "${STATE}/.kube-node-state"
 mkdir -p "${LOGS}" "${PIDS}" "${PKI}" "${STATE}"/{etcd,kubelet,pod-logs,cni/net.d,cni/ipam,containerd,image}
 chmod 700 "${STATE}"
 
@@ -406,6 +402,13 @@ evictionHard:
   nodefs.available: "1%"
   imagefs.available: "1%"
 EOF
+# The kubelet sets kernel parameters that no namespace confines
+# (vm.overcommit_memory, kernel.panic, ...): node-down puts back the values
+# it found.
+sysctl -n vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes | paste -d= <(printf '%s\n' vm.overcommit_memory \
+  vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes) - \
+  > "${STATE}/sysctls"
 start kubelet "${BIN}/kubelet" --config "${STATE}/kubelet.yaml" --kubeconfig "${STATE}/kubelet.conf" \
   --root-dir "${STATE}/kubelet" --cert-dir "${STATE}/kubelet/pki" \
   --hostname-override "${NODE_NAME}" --node-ip "${NODE_IP}"

@@ -67,20 +67,10 @@ installed() {
     ls /usr/lib/uwsgi/plugins/python3*_plugin.so >/dev/null 2>&1
 }
 if ! installed; then
-  [[ "$(id -u)" == 0 ]] || die "Keystone and Neutron are not installed and this is not root: run as root, or: sudo apt-get install ${PACKAGES[*]}"
-  say "installing ${PACKAGES[*]} from Debian (about 230 packages; a minute or two)"
-  created_policy=""
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    # Keep the packages' scripts from starting keystone/neutron system services.
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    created_policy=1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >"${TMPDIR:-/tmp}/openstack-apt.log" 2>&1 ||
-    { tail -20 "${TMPDIR:-/tmp}/openstack-apt.log" >&2; die "apt-get install failed (log: ${TMPDIR:-/tmp}/openstack-apt.log)"; }
-  [[ -n "${created_policy}" ]] && rm -f /usr/sbin/policy-rc.d
+  # shellcheck source=hack/lib/install.sh
+  source "${ROOT}/hack/lib/install.sh"
+  say "installing takes a minute or two (about 230 packages)"
+  install_packages openstack-up "${TMPDIR:-/tmp}/openstack-apt.log" "${PACKAGES[@]}" || exit 1
   installed || die "packages installed but a binary is missing"
   say "installed"
 fi

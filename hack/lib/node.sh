@@ -28,9 +28,10 @@ CONTAINERD_SOCK="${STATE}/containerd/containerd.sock"
 # from kubelet and runc.
 in_node() { nsenter --net="${NETNS}" -- "$@"; }
 
-# cgroup_hierarchies prints the mount point of every cgroup v1 hierarchy.
+# cgroup_hierarchies prints the mount point of every cgroup hierarchy: the
+# v1 ones, and on a hybrid machine the v2 one, where runc makes cgroups too.
 cgroup_hierarchies() {
-  awk '$3 == "cgroup" { print $2 }' /proc/self/mounts
+  awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts
 }
 
 # ctr_node ARGS... runs containerd's ctr against the node's containerd, in

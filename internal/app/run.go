@@ -275,13 +275,15 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.factory.Start(informersStop)
 	m.sampleFactory.Start(informersStop)
 	warmCtx, stopWarm := context.WithCancel(klog.NewContext(context.Background(), logger))
+	var warming sync.WaitGroup
 	for _, c := range m.controllers {
 		if w, ok := c.(controller.Warmer); ok {
-			w.Warm(warmCtx)
+			warming.Go(func() { w.Warm(warmCtx) })
 		}
 	}
 	defer func() {
 		stopWarm()
+		warming.Wait()
 		close(informersStop)
 		m.factory.Shutdown()
 		m.sampleFactory.Shutdown()

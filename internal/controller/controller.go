@@ -35,8 +35,9 @@ type Interface interface {
 // Warmer is implemented by a controller that keeps caches of its own,
 // besides the shared factories' informers (say, of an API it first has to
 // find served). The manager calls Warm once, as it starts the shared
-// factories, for as long as it runs, leader or not: a standby's caches are
-// warm and its HasSynced can turn true.
+// factories and before Run, leader or not: a standby's caches are warm and
+// its HasSynced can turn true. Warm returns once ctx has ended and what it
+// started has stopped.
 type Warmer interface {
 	Warm(ctx context.Context)
 }

@@ -5,18 +5,23 @@
 // collector, kube-scheduler), and checked through the API as a user would.
 //
 // `make test-e2e` runs them. TestMain, run as root on this machine's
-// network, starts a node (or reuses the one whose state directory E2E_NODE
-// names), loads the image archive (IMAGE_ARCHIVE, else `make image` builds
+// network, starts a node in .run/e2e-node (or reuses the one whose state
+// directory E2E_NODE names), loads the image archive (IMAGE_ARCHIVE, else `make image` builds
 // one), and runs the test binary again inside the node's network
 // namespace, where the API server is; that process deploys and tests.
 package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,12 +81,19 @@ func envOr(k, def string) string {
 }
 
 // outside prepares the node and the image on this machine's network, then
-// runs the tests inside the node's network namespace.
+// runs the tests inside the node's network namespace. A node it started it
+// stops, also when interrupted (SIGINT, SIGTERM, SIGHUP, or the SIGQUIT of
+// `go test -timeout`), and the next run removes one a crash left behind.
 func outside() int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 		return 1
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer stop()
+	flag.Parse()
+	timeout := testTimeout()
+	deadline := time.Now().Add(timeout)
 	if os.Geteuid() != 0 {
 		return fail("needs root: the node (hack/node-up.sh) makes a network namespace and cgroups and runs containerd")
 	}
@@ -89,50 +101,67 @@ func outside() int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	state, owned := os.Getenv("E2E_NODE"), false
-	if state == "" {
-		if state, err = os.MkdirTemp("", "e2e-node-"); err != nil {
+	var n *node.Node
+	if state := os.Getenv("E2E_NODE"); state != "" {
+		if n, err = node.Open(state); err != nil {
+			return fail("E2E_NODE: %v", err)
+		}
+	} else {
+		state = filepath.Join(root, ".run", "e2e-node")
+		if err := node.Down(state); err != nil { // what a crashed run left
 			return fail("%v", err)
 		}
-		owned = true
-	}
-	var n *node.Node
-	if owned {
-		start := time.Now()
-		if n, err = node.Start(state); err != nil {
-			return fail("starting the node: %v", err)
-		}
-		fmt.Fprintf(os.Stderr, "e2e: node %s Ready in %s\n", n.Name, time.Since(start).Round(time.Second))
 		defer func() {
 			if os.Getenv("E2E_KEEP") != "" {
-				fmt.Fprintf(os.Stderr, "e2e: E2E_KEEP is set: node left running; hack/node-down.sh %s stops it\n", n.State)
+				fmt.Fprintf(os.Stderr, "e2e: E2E_KEEP is set: node left running; hack/node-down.sh %s stops it\n", state)
 				return
 			}
-			if err := n.Stop(); err != nil {
+			if err := node.Down(state); err != nil {
 				fmt.Fprintf(os.Stderr, "e2e: stopping the node: %v\n", err)
 			}
 		}()
-	} else if n, err = node.Open(state); err != nil {
-		return fail("E2E_NODE: %v", err)
+		start := time.Now()
+		if n, err = node.Start(ctx, state); err != nil {
+			return fail("starting the node: %v", err)
+		}
+		fmt.Fprintf(os.Stderr, "e2e: node %s Ready in %s\n", n.Name, time.Since(start).Round(time.Second))
 	}
 
 	archive := os.Getenv("IMAGE_ARCHIVE")
 	if archive == "" {
-		archive = root + "/bin/controller-manager-image.tar"
-		cmd := exec.Command("make", "image", "IMG="+img, "IMAGE_ARCHIVE="+archive)
+		archive = filepath.Join(root, "bin", "controller-manager-image.tar")
+		cmd := exec.CommandContext(ctx, "make", "image", "IMG="+img, "IMAGE_ARCHIVE="+archive)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fail("make image: %v", err)
 		}
 	}
-	if err := n.LoadImage(archive); err != nil {
+	if err := n.LoadImage(ctx, archive); err != nil {
 		return fail("loading the image: %v", err)
 	}
-	code, err := n.Reexec(envInside+"=1", "E2E_NODE="+n.State, "IMG="+img)
+	// The tests inside end within what is left of -test.timeout, before
+	// `go test` would kill this process and leave the node running.
+	args := slices.Clone(os.Args[1:])
+	if timeout > 0 {
+		inner := max(time.Until(deadline)-time.Minute, time.Minute)
+		args = append(slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "-test.timeout=") }),
+			"-test.timeout="+inner.String())
+	}
+	code, err := n.Reexec(ctx, args, envInside+"=1", "E2E_NODE="+n.State, "IMG="+img)
 	if err != nil {
 		return fail("%v", err)
 	}
 	return code
+}
+
+// testTimeout is the -test.timeout the test binary got (0: none).
+func testTimeout() time.Duration {
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil {
+			return d
+		}
+	}
+	return 0
 }
 
 // inside deploys the manager and runs the tests, in the node's network

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,7 +87,6 @@ type Controller struct {
 	ingress   *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]
 	route     *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]
 	gateway   *gatewayAPI
-	warm      sync.Once
 	notes     notes
 	settling  settling
 }
@@ -156,24 +154,15 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 }
 
 // Warm implements controller.Warmer: the watch of HTTPRoutes (and the
-// discovery checks telling whether they are served) runs from the first
-// call on, until that call's ctx ends; later calls do nothing.
+// discovery checks telling whether they are served) runs until ctx ends.
+// The workers wait for its first answer.
 func (c *Controller) Warm(ctx context.Context) {
-	c.warm.Do(func() {
-		go c.gateway.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name)), c.requeueRouteServices)
-	})
-}
-
-// Run implements controller.Interface: the Base's Run, with the watch of
-// HTTPRoutes beside it (started by Warm when the manager warmed the
-// controller already; the workers wait for its first answer).
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.Warm(ctx)
-	c.Base.Run(ctx, workers)
+	c.gateway.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name)), c.requeueRouteServices)
 }
 
 // updateService queues a Service when something the sync reads changed:
-// its UID, its ingress/* annotations or its ports. A resync (same
+// its UID, whether it is being deleted, its ingress/* annotations or its
+// ports. A resync (same
 // ResourceVersion) of an annotated Service is queued too, as a cheap
 // periodic re-check that writes nothing when converged.
 func (c *Controller) updateService(oldObj, newObj any) {
@@ -189,7 +178,7 @@ func (c *Controller) updateService(oldObj, newObj any) {
 		}
 		return
 	}
-	if oldSvc.UID != newSvc.UID ||
+	if oldSvc.UID != newSvc.UID || oldSvc.DeletionTimestamp.IsZero() != newSvc.DeletionTimestamp.IsZero() ||
 		!maps.Equal(ingressAnnotations(oldSvc), ingressAnnotations(newSvc)) ||
 		!equality.Semantic.DeepEqual(oldSvc.Spec.Ports, newSvc.Spec.Ports) {
 		c.Enqueue(newObj)

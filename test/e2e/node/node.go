@@ -8,14 +8,16 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/rest"
@@ -37,16 +39,27 @@ type Node struct {
 }
 
 // Start runs hack/node-up.sh state, its output going to this process's
-// stderr, and returns the node once it is Ready.
-func Start(state string) (*Node, error) {
+// stderr, and returns the node once it is Ready. When ctx ends first,
+// node-up is stopped (SIGTERM): Down then removes what it had started.
+func Start(ctx context.Context, state string) (*Node, error) {
 	root, err := framework.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	if err := script(root, "node-up.sh", state); err != nil {
+	if err := script(ctx, root, "node-up.sh", state); err != nil {
 		return nil, err
 	}
 	return Open(state)
+}
+
+// Down runs hack/node-down.sh state: it stops the node of state, whole or
+// half started, and does nothing when there is none.
+func Down(state string) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	return script(context.Background(), root, "node-down.sh", state)
 }
 
 // Open returns the node whose state directory is state, started earlier.
@@ -79,12 +92,9 @@ func Open(state string) (*Node, error) {
 	return n, nil
 }
 
-// Stop runs hack/node-down.sh on the node.
-func (n *Node) Stop() error { return script(n.root, "node-down.sh", n.State) }
-
 // LoadImage imports an OCI archive into the node's containerd.
-func (n *Node) LoadImage(archive string) error {
-	return script(n.root, "node-load-image.sh", n.State, archive)
+func (n *Node) LoadImage(ctx context.Context, archive string) error {
+	return script(ctx, n.root, "node-load-image.sh", n.State, archive)
 }
 
 // Kubeconfig is the path of the cluster admin's kubeconfig.
@@ -108,32 +118,29 @@ func (n *Node) Inside() (bool, error) {
 	return self.Ino == node.Ino && self.Dev == node.Dev, nil
 }
 
-// Reexec runs this executable again with the same arguments and env added
-// to the environment, in the node's network namespace (nsenter, which enters
-// only that namespace), forwarding SIGINT and SIGTERM to it, and returns its
-// exit code.
-func (n *Node) Reexec(env ...string) (int, error) {
+// Reexec runs this executable again with args and env added to the
+// environment, in the node's network namespace (nsenter, which enters only
+// that namespace), and returns its exit code. When ctx ends first, the
+// process gets SIGTERM.
+func (n *Node) Reexec(ctx context.Context, args []string, env ...string) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command("nsenter", append([]string{"--net=" + n.NetNS, "--", exe}, os.Args[1:]...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd := command(ctx, "nsenter", append([]string{"--net=" + n.NetNS, "--", exe}, args...)...)
+	cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
 	cmd.Env = append(os.Environ(), env...)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
+	err = cmd.Run()
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+		if exit.ExitCode() < 0 {
+			return 1, fmt.Errorf("the tests in the node's network namespace ended: %v", exit)
+		}
+		return exit.ExitCode(), nil
+	}
+	if err != nil {
 		return 0, fmt.Errorf("running the tests in the node's network namespace: %w", err)
 	}
-	code, err := framework.WaitForwarding(cmd, sigs)
-	if err != nil {
-		return 0, err
-	}
-	if code < 0 {
-		return 1, fmt.Errorf("the tests in the node's network namespace ended: %v", cmd.ProcessState)
-	}
-	return code, nil
+	return 0, nil
 }
 
 // Components are the processes hack/node-up.sh starts, in start order; each
@@ -166,9 +173,15 @@ func (n *Node) GarbageCollectorWatches(resource string) (bool, error) {
 	added := false
 	for _, line := range strings.Split(string(b), "\n") {
 		switch {
-		case strings.Contains(line, "syncing garbage collector with updated resources from discovery") &&
-			strings.Contains(line, "Resource="+resource):
-			added = true
+		case strings.Contains(line, "syncing garbage collector with updated resources from discovery"):
+			// diff="added: [...], removed: [...]"
+			diff := line[strings.Index(line, "diff="):]
+			if i := strings.Index(diff, "removed:"); i >= 0 {
+				diff = diff[:i]
+			}
+			if strings.Contains(diff, "added:") && strings.Contains(diff, "Resource="+resource) {
+				added = true
+			}
 		case added && strings.Contains(line, "synced garbage collector"):
 			return true, nil
 		}
@@ -205,12 +218,22 @@ func (n *Node) Audit(keep func(*auditv1.Event) bool) ([]auditv1.Event, error) {
 }
 
 // script runs hack/NAME with args, its output going to stderr.
-func script(root, name string, args ...string) error {
-	cmd := exec.Command(filepath.Join(root, "hack", name), args...)
+func script(ctx context.Context, root, name string, args ...string) error {
+	cmd := command(ctx, filepath.Join(root, "hack", name), args...)
 	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("hack/%s %s: %w", name, strings.Join(args, " "), err)
 	}
 	return nil
+}
+
+// command is exec.CommandContext whose process gets SIGTERM when ctx ends
+// (scripts clean up on it), and SIGKILL a minute later; its output goes to
+// stderr.
+func command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd
 }
