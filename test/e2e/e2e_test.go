@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,12 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
@@ -281,18 +277,7 @@ func TestSeedPodLogger(t *testing.T) {
 func TestSeedNetwork(t *testing.T) {
 	ctx := context.Background()
 	ns := createNamespace(t)
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "config", "samples", "network.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed := &samplecrdv1.Network{}
-	if err := yaml.UnmarshalStrict(b, seed); err != nil {
-		t.Fatalf("config/samples/network.yaml: %v", err)
-	}
+	seed := framework.SeedNetwork(t)
 	networks := samplecrd.NewForConfigOrDie(cfg).SamplecrdV1().Networks(ns)
 	if _, err := networks.Create(ctx, seed, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -329,14 +314,7 @@ func createSeedService(t *testing.T, ns string, annotations map[string]string, n
 	if len(name) > 0 {
 		n = name[0]
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"app": n}, Annotations: annotations},
-		Spec: corev1.ServiceSpec{
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(80)}},
-			Selector: map[string]string{"app": n},
-		},
-	}
-	created, err := client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{})
+	created, err := client.CoreV1().Services(ns).Create(context.Background(), framework.SeedService(ns, n, annotations), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 		o.GatewayAPICheckInterval = 200 * time.Millisecond
 		o.IngressMoveSettle = 0
 	})
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
 	e.waitIngress("web", "an Ingress while the Gateway API is not served", nil)
 	e.waitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
 
@@ -113,7 +113,7 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 
 func TestRouteForAnnotatedService(t *testing.T) {
 	e := setup(t)
-	svc := e.createService(seedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx", "ingress/gateway": "infra/gw", "ingress/gateway-listener": "http"}))
+	svc := e.createService(framework.SeedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx", "ingress/gateway": "infra/gw", "ingress/gateway-listener": "http"}))
 	route := e.waitRoute("my-nginx", "the seed Service's HTTPRoute", nil)
 
 	ref := metav1.GetControllerOf(route)
@@ -184,7 +184,7 @@ func TestRouteForAnnotatedService(t *testing.T) {
 func TestMoveIngressToRouteAndBack(t *testing.T) {
 	const settle = time.Second
 	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = settle })
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitIngress("web", "the Ingress", nil)
 
 	// To a route: made before the Ingress is broken.
@@ -225,8 +225,8 @@ func TestMoveIngressToRouteAndBack(t *testing.T) {
 
 func TestDefaultGatewayFlag(t *testing.T) {
 	e := setup(t, func(o *app.Options) { o.IngressGateway = "infra/shared" })
-	e.createService(seedService(e.ns, "moved", map[string]string{"ingress/http": "nginx"}))
-	e.createService(seedService(e.ns, "stays", map[string]string{"ingress/http": "nginx", "ingress/gateway": ""}))
+	e.createService(framework.SeedService(e.ns, "moved", map[string]string{"ingress/http": "nginx"}))
+	e.createService(framework.SeedService(e.ns, "stays", map[string]string{"ingress/http": "nginx", "ingress/gateway": ""}))
 	e.waitRoute("moved", "a route to the default Gateway", func(r *gatewayv1.HTTPRoute) error {
 		if p := r.Spec.ParentRefs[0]; p.Name != "shared" || ptr.Deref(p.Namespace, "") != "infra" {
 			return fmt.Errorf("parentRef %+v", p)
@@ -241,9 +241,9 @@ func TestDefaultGatewayFlag(t *testing.T) {
 
 func TestRouteBadInputAndForeignRoute(t *testing.T) {
 	e := setup(t)
-	e.createService(seedService(e.ns, "odd", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/path-type": "ImplementationSpecific"}))
+	e.createService(framework.SeedService(e.ns, "odd", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/path-type": "ImplementationSpecific"}))
 	e.waitEvent("odd", corev1.EventTypeWarning, "UnsupportedPathType", "no portable meaning in an HTTPRoute")
-	e.createService(seedService(e.ns, "tls", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/tls-secret": "cert"}))
+	e.createService(framework.SeedService(e.ns, "tls", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/tls-secret": "cert"}))
 	e.waitEvent("tls", corev1.EventTypeWarning, "IgnoredForHTTPRoute", "ingress/tls-secret is only for an Ingress")
 	e.waitRoute("tls", "the route despite the ignored annotation", nil)
 
@@ -257,7 +257,7 @@ func TestRouteBadInputAndForeignRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
 	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteExists", "not controlled by this Service")
 	e.waitSynced("web", 1)
 	got, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(e.ctx, "web", metav1.GetOptions{})

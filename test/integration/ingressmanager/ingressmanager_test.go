@@ -54,17 +54,6 @@ func (e *env) start(mutate ...func(*app.Options)) {
 	e.m = framework.StartManager(e.t, c, o)
 }
 
-// seedService is docs/ingress-manager.md's my-nginx Service.
-func seedService(ns, name string, annotations map[string]string) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}, Annotations: annotations},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": name},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(80)}},
-		},
-	}
-}
-
 func (e *env) createService(svc *corev1.Service) *corev1.Service {
 	e.t.Helper()
 	out, err := e.client.CoreV1().Services(e.ns).Create(e.ctx, svc, metav1.CreateOptions{})
@@ -127,7 +116,7 @@ func rule(ing *networkingv1.Ingress) (host string, path networkingv1.HTTPIngress
 
 func TestSeedExample(t *testing.T) {
 	e := setup(t)
-	svc := e.createService(seedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx"}))
+	svc := e.createService(framework.SeedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx"}))
 	ing := e.waitIngress("my-nginx", "the seed's Ingress", nil)
 
 	ref := metav1.GetControllerOf(ing)
@@ -154,7 +143,7 @@ func TestSeedExample(t *testing.T) {
 
 func TestAnnotationRemovedAndReAdded(t *testing.T) {
 	e := setup(t)
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitIngress("web", "Ingress created", nil)
 
 	e.annotate("web", map[string]*string{"ingress/http": nil})
@@ -171,7 +160,7 @@ func TestAnnotationRemovedAndReAdded(t *testing.T) {
 
 func TestDeletedIngressIsRecreated(t *testing.T) {
 	e := setup(t)
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": ""}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": ""}))
 	first := e.waitIngress("web", "Ingress created", nil)
 	if err := e.client.NetworkingV1().Ingresses(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -186,7 +175,7 @@ func TestDeletedIngressIsRecreated(t *testing.T) {
 
 func TestDeletedServiceRemovesIngress(t *testing.T) {
 	e := setup(t)
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "x"}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "x"}))
 	e.waitIngress("web", "Ingress created", nil)
 	if err := e.client.CoreV1().Services(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -200,7 +189,7 @@ func TestDeletedServiceRemovesIngress(t *testing.T) {
 // no Ingress: one deleted meanwhile is not recreated.
 func TestServiceBeingDeletedGetsNoNewIngress(t *testing.T) {
 	e := setup(t)
-	svc := seedService(e.ns, "web", map[string]string{"ingress/http": "x"})
+	svc := framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "x"})
 	svc.Finalizers = []string{"test.kube-sample.io/hold"}
 	e.createService(svc)
 	e.waitIngress("web", "Ingress created", nil)
@@ -248,7 +237,7 @@ func TestForeignIngressIsLeftAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "not controlled by this Service")
 	e.waitSynced("web", 1)
 
@@ -276,7 +265,7 @@ func TestForeignIngressIsLeftAlone(t *testing.T) {
 
 	// A foreign Ingress controlled by something else is not touched when
 	// the annotation goes either.
-	e.createService(seedService(e.ns, "plain", nil))
+	e.createService(framework.SeedService(e.ns, "plain", nil))
 	other := foreignIngress(e.ns, "plain", &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "plain",
 		UID: types.UID("4f1a5a3c-0000-4000-8000-000000000001"), Controller: ptr.To(true)})
 	if _, err := e.client.NetworkingV1().Ingresses(e.ns).Create(e.ctx, other, metav1.CreateOptions{}); err != nil {
@@ -296,7 +285,7 @@ func TestStaleOwnerIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	svc := e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitIngress("web", "the stale Ingress replaced", func(ing *networkingv1.Ingress) error {
 		if ing.UID == old.UID {
 			return fmt.Errorf("still the stale Ingress")
@@ -313,7 +302,7 @@ func TestStaleOwnerIsReplaced(t *testing.T) {
 
 func TestDriftIsRestoredAndForeignFieldsKept(t *testing.T) {
 	e := setup(t)
-	e.createService(seedService(e.ns, "web", map[string]string{
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{
 		"ingress/http":        "nginx",
 		"ingress/annotations": `{"nginx.ingress.kubernetes.io/rewrite-target": "/"}`,
 	}))
@@ -371,7 +360,7 @@ func TestOptions(t *testing.T) {
 		o.IngressHostTemplate = "{{.Name}}.{{.Namespace}}.apps.example.com"
 		o.IngressClass = "nginx"
 	})
-	svc := seedService(e.ns, "api", map[string]string{"ingress/http": "nginx"})
+	svc := framework.SeedService(e.ns, "api", map[string]string{"ingress/http": "nginx"})
 	svc.Spec.Ports = []corev1.ServicePort{
 		{Name: "grpc", Port: 9090, TargetPort: intstr.FromInt32(9090)},
 		{Name: "web", Port: 8080, TargetPort: intstr.FromInt32(8080)},
@@ -471,7 +460,7 @@ func TestBadValuesWarnAndWriteNothing(t *testing.T) {
 			name := fmt.Sprintf("bad-%d", i)
 			e.t = t
 			before := e.writes.Writes("ingresses")
-			e.createService(seedService(e.ns, name, map[string]string{"ingress/http": "nginx", tc.key: tc.bad}))
+			e.createService(framework.SeedService(e.ns, name, map[string]string{"ingress/http": "nginx", tc.key: tc.bad}))
 			ev := e.waitEvent(name, corev1.EventTypeWarning, tc.reason, tc.msg)
 			t.Logf("event: %s: %s", ev.Reason, ev.Message)
 			e.waitSynced(name, 1)
@@ -489,7 +478,7 @@ func TestBadValuesWarnAndWriteNothing(t *testing.T) {
 
 	// Ambiguous port: several ports, none 80 or named http.
 	e.t = t
-	svc := seedService(e.ns, "ambiguous", map[string]string{"ingress/http": "nginx"})
+	svc := framework.SeedService(e.ns, "ambiguous", map[string]string{"ingress/http": "nginx"})
 	svc.Spec.Ports = []corev1.ServicePort{{Name: "a", Port: 81}, {Name: "b", Port: 82}}
 	e.createService(svc)
 	e.waitEvent("ambiguous", corev1.EventTypeWarning, "AmbiguousPort", "ingress/port")
@@ -504,7 +493,7 @@ func TestRestartWhenConvergedWritesNothing(t *testing.T) {
 	e := setup(t)
 	const n = 30
 	for i := range n {
-		e.createService(seedService(e.ns, fmt.Sprintf("svc-%d", i), map[string]string{"ingress/http": "nginx"}))
+		e.createService(framework.SeedService(e.ns, fmt.Sprintf("svc-%d", i), map[string]string{"ingress/http": "nginx"}))
 	}
 	// Converge, counting writes: exactly one per Ingress.
 	framework.Eventually(t, framework.Timeout, fmt.Sprintf("%d Ingresses", n), func(ctx context.Context) (bool, error) {
@@ -534,7 +523,7 @@ func TestRestartWhenConvergedWritesNothing(t *testing.T) {
 
 func TestResyncWritesNothing(t *testing.T) {
 	e := setup(t, func(o *app.Options) { o.ResyncPeriod = 100 * time.Millisecond })
-	e.createService(seedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitIngress("web", "Ingress created", nil)
 	e.waitSynced("web", 2)
 	e.writes.Reset()
@@ -576,7 +565,7 @@ func TestForeignIngressAppearingDuringCreateIsLeftAlone(t *testing.T) {
 	})
 	m := framework.StartManager(t, c, framework.ControllerOptions(ns, "ingress-manager"))
 	e := &env{t: t, ctx: context.Background(), client: client, ns: ns, m: m}
-	e.createService(seedService(ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.createService(framework.SeedService(ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "is not controlled by this Service")
 	if !raced.Load() {
 		t.Fatal("the race was not exercised")

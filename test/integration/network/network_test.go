@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/internal/controller/network"
@@ -76,23 +73,6 @@ func (e *env) start(mutate ...func(*app.Options)) {
 	c, counter := framework.CountRequests(framework.AdminConfig())
 	e.writes = counter
 	e.m = framework.StartManager(e.t, c, o)
-}
-
-// seedNetwork is config/samples/network.yaml, the documented example, unchanged.
-func seedNetwork(t *testing.T) *samplecrdv1.Network {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "samples", "network.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n samplecrdv1.Network
-	if err := yaml.UnmarshalStrict(data, &n); err != nil {
-		t.Fatalf("decoding the seed's Network: %v", err)
-	}
-	return &n
 }
 
 func newNetwork(name, cidr, gateway string) *samplecrdv1.Network {
@@ -168,7 +148,7 @@ func (e *env) waitEvent(name, eventType, reason, msg string) {
 func TestSeedNetworkLifecycle(t *testing.T) {
 	mem := memory.New()
 	e := setup(t, mem)
-	created := e.create(seedNetwork(t))
+	created := e.create(framework.SeedNetwork(t))
 
 	n := e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	got, err := mem.Get(e.ctx, created.UID)
@@ -455,7 +435,7 @@ func TestNeutronBackend(t *testing.T) {
 
 	start := func() { e.startNeutron(managedBy, time.Second) }
 	start()
-	created := e.create(seedNetwork(t))
+	created := e.create(framework.SeedNetwork(t))
 	n := e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	e.waitEvent("example-network", corev1.EventTypeNormal, network.ReasonCreated, "192.168.0.0/16")
 
