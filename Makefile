@@ -10,6 +10,9 @@ ARGS       ?=
 # (see docs/deploying.md).
 IMG        ?= controller-manager:latest
 IMAGE_ARCHIVE ?= $(BIN)/controller-manager-image.tar
+# kustomize Components `make deploy` adds to config/default, e.g.
+# COMPONENTS=config/neutron (the Neutron backend; docs/deploying.md).
+COMPONENTS ?=
 # Integration tests and `make run` find kube-apiserver and etcd here.
 export KUBEBUILDER_ASSETS ?= $(BIN)
 # How long each fuzz target runs in `make test` (its committed corpus always runs).
@@ -44,17 +47,17 @@ image: ## Build the container image IMG (default controller-manager:latest) with
 .PHONY: deploy
 deploy: ## Apply config/default, its Deployment running IMG, to the cluster of KUBECONFIG.
 	@hack/build-tools.sh kubectl
-	IMG=$(IMG) hack/deploy.sh apply
+	IMG=$(IMG) COMPONENTS="$(COMPONENTS)" hack/deploy.sh apply
 
 .PHONY: undeploy
 undeploy: ## Delete what `make deploy` applied, the CRD (so every Network) included: delete Networks first.
 	@hack/build-tools.sh kubectl
-	IMG=$(IMG) hack/deploy.sh delete
+	IMG=$(IMG) COMPONENTS="$(COMPONENTS)" hack/deploy.sh delete
 
 .PHONY: deploy-yaml
 deploy-yaml: ## Print what `make deploy` applies (`kubectl kustomize` of the pinned bin/kubectl, built if missing).
 	@hack/build-tools.sh kubectl >&2
-	@IMG=$(IMG) hack/deploy.sh render
+	@IMG=$(IMG) COMPONENTS="$(COMPONENTS)" hack/deploy.sh render
 
 # OPENSTACK=local makes `make run` also start the local Keystone + Neutron
 # (hack/openstack-up.sh) and run the network controller on it.
@@ -110,7 +113,7 @@ E2E_FLAGS ?= -count=1 -timeout=30m -v
 test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build and load the image, make deploy, and test what a user sees.
 	hack/build-tools.sh node
 	$(MAKE) image
-	E2E_NODE=$(E2E_NODE) IMG=$(IMG) IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(E2E_FLAGS) ./test/e2e/...
+	E2E_NODE=$(if $(E2E_NODE),$(abspath $(E2E_NODE))) IMG=$(IMG) IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(E2E_FLAGS) ./test/e2e/...
 
 .PHONY: node-up
 node-up: ## Start a one-node Kubernetes in .run/node (hack/node-up.sh; needs root), and load the image into it when `make image` has built it.

@@ -4,7 +4,10 @@
 # `make undeploy` run. The repository's kustomizations are not edited: an
 # overlay in a temporary directory sets the image (kustomize's `images`).
 #
-# Usage: IMG=registry.example.com/controller-manager:v1 hack/deploy.sh apply|delete|render
+# COMPONENTS adds kustomize Components to the overlay (repository paths,
+# space-separated), e.g. COMPONENTS=config/neutron for the Neutron backend.
+#
+# Usage: IMG=registry.example.com/controller-manager:v1 [COMPONENTS=...] hack/deploy.sh apply|delete|render
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,6 +36,13 @@ trap 'rm -rf "${overlay}"' EXIT
   echo "  newName: ${name}"
   [[ -n "${tag}" ]] && echo "  newTag: \"${tag}\""
   [[ -n "${digest}" ]] && echo "  digest: ${digest}"
+  if [[ -n "${COMPONENTS:-}" ]]; then
+    echo "components:"
+    for c in ${COMPONENTS}; do
+      [[ -f "${ROOT}/${c}/kustomization.yaml" ]] || { echo "deploy: COMPONENTS: no kustomization in ${c}" >&2; exit 2; }
+      echo "- ../../${c}"
+    done
+  fi
 } > "${overlay}/kustomization.yaml"
 
 case "$1" in

@@ -58,6 +58,12 @@ for pid in $(cgroup_pids); do
   done
 done
 
+# An OpenStack started in the node's network namespace (the e2e tests run
+# hack/openstack-up.sh with OPENSTACK_DIR=STATE/openstack there).
+if [[ -f "${STATE}/openstack/env" ]]; then
+  OPENSTACK_DIR="${STATE}/openstack" "${ROOT}/hack/openstack-down.sh" || true
+fi
+
 # The kubelet first, so that it restarts nothing; then the rest.
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do
   stop "${c}"

@@ -118,6 +118,7 @@ NODE_NAME=${NODE_NAME}
 NETNS=${NETNS}
 CGROUP=${CGROUP}
 CNI_NETWORK=${NAME}
+NODE_IP=${NODE_IP}
 API_SERVER=https://${NODE_IP}:${API_PORT}
 EOF
 started=1
@@ -242,6 +243,12 @@ rules:
     resources: [events]
   - group: events.k8s.io
     resources: [events]
+# Lease writes with their body: who held the Lease when (the e2e tests
+# check that only the holder of the manager's Lease wrote).
+- level: Request
+  resources:
+  - group: coordination.k8s.io
+    resources: [leases]
 - level: Metadata
 EOF
 start kube-apiserver "${BIN}/kube-apiserver" \

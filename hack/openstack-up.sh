@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts a real OpenStack identity and network API on this machine: Keystone
-# and Neutron from Debian's packages (OpenStack Zed on bookworm), on 127.0.0.1,
-# with SQLite databases and no agents, as plain background processes.
+# and Neutron from Debian's packages (OpenStack Zed on bookworm), on 127.0.0.1
+# (or OPENSTACK_HOST, an address of the network namespace it runs in: the e2e
+# tests run it in the node's, where Pods reach it), with SQLite databases and
+# no agents, as plain background processes.
 #
 #   hack/openstack-up.sh      install (when missing), configure, start, wait
 #   hack/openstack-down.sh    stop what this script started
@@ -25,6 +27,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR="${OPENSTACK_DIR:-${ROOT}/.run/openstack}"
+HOST="${OPENSTACK_HOST:-127.0.0.1}"
 # Debian's Python: the OpenStack packages are installed for it, whatever
 # python3 comes first in PATH.
 PY=/usr/bin/python3
@@ -79,16 +82,16 @@ fi
 rm -rf "${DIR}"
 mkdir -p "${DIR}"/{fernet-keys,credential-keys,neutron,lock}
 chmod 700 "${DIR}/fernet-keys" "${DIR}/credential-keys"
-read -r KEYSTONE_PORT NEUTRON_PORT < <("${PY}" - <<'EOF'
-import socket
+read -r KEYSTONE_PORT NEUTRON_PORT < <("${PY}" - "${HOST}" <<'EOF'
+import socket, sys
 socks = [socket.socket() for _ in range(2)]
 for s in socks:
-    s.bind(("127.0.0.1", 0))
+    s.bind((sys.argv[1], 0))
 print(*[s.getsockname()[1] for s in socks])
 EOF
 )
-KEYSTONE_URL="http://127.0.0.1:${KEYSTONE_PORT}"
-NEUTRON_URL="http://127.0.0.1:${NEUTRON_PORT}"
+KEYSTONE_URL="http://${HOST}:${KEYSTONE_PORT}"
+NEUTRON_URL="http://${HOST}:${NEUTRON_PORT}"
 
 # --- Keystone ---
 say "configuring Keystone (${KEYSTONE_URL})"
@@ -125,7 +128,7 @@ km bootstrap --bootstrap-password "${ADMIN_PASSWORD}" \
 
 say "starting Keystone"
 OS_KEYSTONE_CONFIG_FILES="${DIR}/keystone.conf" setsid uwsgi --plugins python3 \
-  --http-socket "127.0.0.1:${KEYSTONE_PORT}" --wsgi-file /usr/bin/keystone-wsgi-public \
+  --http-socket "${HOST}:${KEYSTONE_PORT}" --wsgi-file /usr/bin/keystone-wsgi-public \
   --master --processes 2 --threads 8 --lazy-apps --die-on-term --no-orphans --buffer-size 65535 \
   --add-header "Connection: close" --pidfile "${DIR}/keystone.pid" --logto "${DIR}/keystone-uwsgi.log" </dev/null >/dev/null 2>&1 &
 
@@ -166,7 +169,7 @@ read -r PROJECT_ID ADMIN_PROJECT_ID <<<"${ids}"
 say "configuring Neutron (${NEUTRON_URL})"
 cat > "${DIR}/neutron.conf" <<EOF
 [DEFAULT]
-bind_host = 127.0.0.1
+bind_host = ${HOST}
 bind_port = ${NEUTRON_PORT}
 core_plugin = ml2
 service_plugins =

@@ -116,7 +116,7 @@ func TestInClusterConfig(t *testing.T) {
 	}
 	leader := leaderPod(t)
 	framework.EventuallyEvery(t, logPoll, timeout, "a Lease write with the leader Pod's ServiceAccount token", func(context.Context) (bool, error) {
-		events, err := testNode.Audit(func(ev *auditv1.Event) bool {
+		events, err := testNode.Audit(0, func(ev *auditv1.Event) bool {
 			r := ev.ObjectRef
 			return ev.Verb == "update" && r != nil && r.Resource == "leases" && r.Namespace == managerNamespace && r.Name == leaseName &&
 				ev.ResponseStatus != nil && ev.ResponseStatus.Code == 200
@@ -350,8 +350,12 @@ func controlledBy(obj metav1.Object, svc *corev1.Service) error {
 func deleteOwnerExpectCollected(t *testing.T, svc *corev1.Service, kind, resource string, get func(context.Context) (metav1.Object, error)) {
 	t.Helper()
 	ctx := context.Background()
+	mark, err := testNode.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
 	deleted := time.Now()
-	err := client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{
+	err = client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
 		Preconditions:     &metav1.Preconditions{UID: &svc.UID},
 	})
@@ -371,7 +375,7 @@ func deleteOwnerExpectCollected(t *testing.T, svc *corev1.Service, kind, resourc
 	})
 	var deleters []string
 	framework.EventuallyEvery(t, logPoll, timeout, fmt.Sprintf("the audit log's deletion of %s %s/%s", kind, svc.Namespace, svc.Name), func(context.Context) (bool, error) {
-		events, err := testNode.Audit(func(ev *auditv1.Event) bool {
+		events, err := testNode.Audit(mark, func(ev *auditv1.Event) bool {
 			r := ev.ObjectRef
 			return ev.Verb == "delete" && r != nil && r.Resource == resource && r.Namespace == svc.Namespace && r.Name == svc.Name &&
 				ev.ResponseStatus != nil && ev.ResponseStatus.Code/100 == 2 && !ev.RequestReceivedTimestamp.Time.Before(deleted)

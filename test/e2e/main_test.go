@@ -127,6 +127,21 @@ func outside() int {
 		fmt.Fprintf(os.Stderr, "e2e: node %s Ready in %s\n", n.Name, time.Since(start).Round(time.Second))
 	}
 
+	// The real Keystone and Neutron, for the Neutron backend run in a Pod,
+	// start in the node's network namespace meanwhile.
+	// A failure below waits for it to end (SIGTERM) before the node stops.
+	osCtx, cancelOS := context.WithCancel(ctx)
+	var osErr error
+	osDone := make(chan struct{})
+	go func() {
+		defer close(osDone)
+		osErr = n.StartOpenStack(osCtx)
+	}()
+	defer func() {
+		cancelOS()
+		<-osDone
+	}()
+
 	archive := os.Getenv("IMAGE_ARCHIVE")
 	if archive == "" {
 		archive = filepath.Join(root, "bin", "controller-manager-image.tar")
@@ -138,6 +153,17 @@ func outside() int {
 	}
 	if err := n.LoadImage(ctx, archive); err != nil {
 		return fail("loading the image: %v", err)
+	}
+	scraper, err := buildScraperImage(ctx, root)
+	if err != nil {
+		return fail("building the scraper image: %v", err)
+	}
+	if err := n.LoadImage(ctx, scraper); err != nil {
+		return fail("loading the scraper image: %v", err)
+	}
+	<-osDone
+	if osErr != nil {
+		return fail("%v", osErr)
 	}
 	// The tests inside end within what is left of -test.timeout, before
 	// `go test` would kill this process and leave the node running.
@@ -152,6 +178,25 @@ func outside() int {
 		return fail("%v", err)
 	}
 	return code
+}
+
+// buildScraperImage builds the image of the tests' client Pod
+// (test/e2e/scraper) as `make image` builds the product's: a static binary
+// and hack/build-image.sh. It returns the OCI archive.
+func buildScraperImage(ctx context.Context, root string) (string, error) {
+	dir := filepath.Join(root, "bin", "e2e-scraper")
+	archive := filepath.Join(root, "bin", "e2e-scraper-image.tar")
+	build := exec.CommandContext(ctx, envOr("GO", "go"), "build", "-trimpath", "-o", filepath.Join(dir, "scraper"), "./test/e2e/scraper")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	image := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-image.sh"),
+		"-f", filepath.Join(root, "test", "e2e", "scraper", "Dockerfile"), "-t", scraperImage, "-o", archive, dir)
+	for _, cmd := range []*exec.Cmd{build, image} {
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
+		}
+	}
+	return archive, nil
 }
 
 // testTimeout is the -test.timeout the test binary got (0: none).
@@ -201,15 +246,8 @@ func deploy() error {
 	ctx := context.Background()
 	_, err := client.AppsV1().Deployments(managerNamespace).Get(ctx, deploymentName, metav1.GetOptions{})
 	existed := err == nil
-	root, err := framework.RepoRoot()
-	if err != nil {
+	if err := makeDeploy(""); err != nil {
 		return err
-	}
-	cmd := exec.Command("make", "deploy", "IMG="+img)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testNode.Kubeconfig())
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("make deploy: %w", err)
 	}
 	if existed {
 		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
@@ -227,6 +265,22 @@ func deploy() error {
 	})
 	if err != nil {
 		return fmt.Errorf("the garbage collector does not watch HTTPRoutes (kube-controller-manager's log): %w", err)
+	}
+	return nil
+}
+
+// makeDeploy runs `make deploy` with the kustomize Components given (space
+// separated; "" for config/default alone).
+func makeDeploy(components string) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("make", "deploy", "IMG="+img, "COMPONENTS="+components)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testNode.Kubeconfig())
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("make deploy COMPONENTS=%q: %w", components, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,8 @@ type Node struct {
 	Name string
 	// NetNS is the path of its network namespace.
 	NetNS string
+	// IP is the node's address in that namespace (the API server's too).
+	IP string
 
 	root string
 }
@@ -84,10 +87,12 @@ func Open(state string) (*Node, error) {
 			n.Name = v
 		case "NETNS":
 			n.NetNS = v
+		case "NODE_IP":
+			n.IP = v
 		}
 	}
-	if n.Name == "" || n.NetNS == "" {
-		return nil, fmt.Errorf("%s/node.env names no node or network namespace", abs)
+	if n.Name == "" || n.NetNS == "" || n.IP == "" {
+		return nil, fmt.Errorf("%s/node.env names no node, network namespace or address (a node of an older hack/node-up.sh? stop it with hack/node-down.sh)", abs)
 	}
 	return n, nil
 }
@@ -95,6 +100,23 @@ func Open(state string) (*Node, error) {
 // LoadImage imports an OCI archive into the node's containerd.
 func (n *Node) LoadImage(ctx context.Context, archive string) error {
 	return script(ctx, n.root, "node-load-image.sh", n.State, archive)
+}
+
+// OpenStackDir is where StartOpenStack keeps the OpenStack's state.
+func (n *Node) OpenStackDir() string { return filepath.Join(n.State, "openstack") }
+
+// StartOpenStack runs hack/openstack-up.sh in the node's network namespace,
+// its servers on the node's address, where Pods reach them (the catalog
+// names that address too), with its state in OpenStackDir. It does nothing
+// when they run already; hack/node-down.sh stops them.
+func (n *Node) StartOpenStack(ctx context.Context) error {
+	cmd := command(ctx, "nsenter", "--net="+n.NetNS, "--", filepath.Join(n.root, "hack", "openstack-up.sh"))
+	cmd.Dir = n.root
+	cmd.Env = append(os.Environ(), "OPENSTACK_DIR="+n.OpenStackDir(), "OPENSTACK_HOST="+n.IP)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/openstack-up.sh in the node's network namespace: %w", err)
+	}
+	return nil
 }
 
 // Kubeconfig is the path of the cluster admin's kubeconfig.
@@ -189,32 +211,65 @@ func (n *Node) GarbageCollectorWatches(resource string) (bool, error) {
 	return false, nil
 }
 
-// Audit returns the API server's audit events so far (writes only; see the
-// policy in hack/node-up.sh) that match keep.
-func (n *Node) Audit(keep func(*auditv1.Event) bool) ([]auditv1.Event, error) {
+// AuditMark is the audit log's current end: Audit called with it returns
+// only the events written from then on, so that a test reads its own window
+// of a log that grows over the whole run.
+func (n *Node) AuditMark() (int64, error) {
+	fi, err := os.Stat(filepath.Join(n.State, "logs", "audit.log"))
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// Audit returns the API server's audit events (writes only; see the policy
+// in hack/node-up.sh) written since mark (an AuditMark; 0 for all) that
+// match keep. A line the API server is still writing is left out.
+func (n *Node) Audit(mark int64, keep func(*auditv1.Event) bool) ([]auditv1.Event, error) {
 	f, err := os.Open(filepath.Join(n.State, "logs", "audit.log"))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if _, err := f.Seek(mark, io.SeekStart); err != nil {
+		return nil, err
+	}
 	var events []auditv1.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return events, nil // a partial last line is still being written
+		}
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
 		var ev auditv1.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
-			// The API server may be writing the last line just now.
-			continue
+			return nil, fmt.Errorf("audit log line %q: %w", line, err)
 		}
 		if keep(&ev) {
 			events = append(events, ev)
 		}
 	}
-	return events, sc.Err()
+}
+
+// Ctr runs containerd's ctr against the node's containerd, in the
+// namespace of the CRI (the kubelet's containers), and returns its output.
+func (n *Node) Ctr(ctx context.Context, args ...string) ([]byte, error) {
+	sock := filepath.Join(n.State, "containerd", "containerd.sock")
+	cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", sock, "--namespace", "k8s.io"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
 }
 
 // script runs hack/NAME with args, its output going to stderr.
