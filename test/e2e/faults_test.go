@@ -28,7 +28,7 @@ import (
 const leaseDuration = 15 * time.Second
 
 // The fault tests below each leave the Deployment rolled out again (two
-// Ready replicas), as the next test expects.
+// Ready replicas), as the next test expects, also when they fail.
 
 // TestFaultLeaderPodDeleted: the leader Pod is deleted (the kubelet sends
 // SIGTERM, the manager drains and releases the Lease); the other replica
@@ -36,6 +36,7 @@ const leaseDuration = 15 * time.Second
 // annotated meanwhile get their Ingresses.
 func TestFaultLeaderPodDeleted(t *testing.T) {
 	w := newWorkload(t, 150)
+	t.Cleanup(func() { restoreRollout(t) })
 	leader := w.markHolder
 	annotating := w.annotate(0, 150, 40*time.Millisecond)
 	w.waitAnnotated(30)
@@ -52,7 +53,6 @@ func TestFaultLeaderPodDeleted(t *testing.T) {
 	if h.at.Sub(deleted) >= leaseDuration {
 		t.Errorf("the handover took %v, not less than the lease duration (%v): the deleted leader did not release the Lease", h.at.Sub(deleted), leaseDuration)
 	}
-	restoreRollout(t)
 }
 
 // TestFaultLeaderContainerKilled: the leader's container is killed through
@@ -62,6 +62,7 @@ func TestFaultLeaderPodDeleted(t *testing.T) {
 func TestFaultLeaderContainerKilled(t *testing.T) {
 	ctx := context.Background()
 	w := newWorkload(t, 150)
+	t.Cleanup(func() { restoreRollout(t) })
 	leader := w.markHolder
 	pod, err := client.CoreV1().Pods(managerNamespace).Get(ctx, leader, metav1.GetOptions{})
 	if err != nil {
@@ -99,7 +100,6 @@ func TestFaultLeaderContainerKilled(t *testing.T) {
 		t.Fatalf("the audit log shows no new holder of the Lease after the kill (the Lease names %s)", next)
 	}
 	t.Logf("takeover: %s took the Lease %.2fs after the kill of %s (lease duration %v)", h.toID, h.at.Sub(killed).Seconds(), identity, leaseDuration)
-	restoreRollout(t)
 }
 
 // TestFaultRollingUpdate: an argument of the Deployment changes while a few
@@ -149,10 +149,8 @@ func TestFaultDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		patch := []byte(`{"spec":{"unschedulable":false}}`)
-		if _, err := client.CoreV1().Nodes().Patch(context.Background(), testNode.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Errorf("uncordoning: %v", err)
-		}
+		uncordon(t)
+		restoreRollout(t)
 	})
 	drainCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -196,12 +194,18 @@ func TestFaultDrain(t *testing.T) {
 	if !strings.Contains(out.String(), "Cannot evict pod as it would violate the pod's disruption budget") {
 		t.Fatalf("kubectl drain did not report the PDB: %s", out.String())
 	}
-	patch := []byte(`{"spec":{"unschedulable":false}}`)
-	if _, err := client.CoreV1().Nodes().Patch(ctx, testNode.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	uncordon(t)
 	restoreRollout(t)
 	w.settle(annotating)
+}
+
+// uncordon makes the node schedulable again.
+func uncordon(t *testing.T) {
+	t.Helper()
+	patch := []byte(`{"spec":{"unschedulable":false}}`)
+	if _, err := client.CoreV1().Nodes().Patch(context.Background(), testNode.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Errorf("uncordoning node %s: %v", testNode.Name, err)
+	}
 }
 
 // waitAnnotated waits until n Services are annotated.
