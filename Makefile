@@ -89,11 +89,16 @@ docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC) and docs/
 	$(GO) run ./hack/docgen
 
 .PHONY: verify
-verify: ## Check formatting, vet, generated code and generated docs.
+verify: ## Check formatting, vet, generated code, generated docs, and the Helm chart (helm lint, helm template, no drift from config/default).
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	@if [[ -x hack/verify-codegen.sh ]]; then hack/verify-codegen.sh; fi
 	GO=$(GO) hack/verify-docs.sh
+	GO=$(GO) hack/verify-chart.sh
+
+.PHONY: chart-crds
+chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make manifests); make verify fails while they differ.
+	$(GO) run ./hack/chartdiff -write-crds charts/controller-manager/crds
 
 .PHONY: test
 test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.
@@ -107,8 +112,8 @@ E2E_NODE  ?=
 E2E_FLAGS ?= -count=1 -timeout=30m -v
 
 .PHONY: test-e2e
-test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build and load the image, make deploy, and test what a user sees.
-	hack/build-tools.sh node
+test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build and load the image, make deploy, and test what a user sees, the Helm chart's install, upgrade and uninstall included.
+	hack/build-tools.sh node helm
 	$(MAKE) image
 	E2E_NODE=$(E2E_NODE) IMG=$(IMG) IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(E2E_FLAGS) ./test/e2e/...
 
