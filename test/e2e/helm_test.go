@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
@@ -102,15 +103,22 @@ func TestHelmChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReplicas(t, 3)
-	for _, svc := range services {
-		want := svc.Name + "." + ns + ".apps.example.test"
-		framework.WaitIngress(t, client, ns, svc.Name, "the upgraded host of Service "+svc.Name+"'s Ingress", func(ing *networkingv1.Ingress) error {
-			if err := controlledBy(ing, svc); err != nil {
-				return err
+	// The new leader resyncs every Service with the new template.
+	framework.Eventually(t, timeout, "every Service's Ingress on the upgraded host", func(ctx context.Context) (bool, error) {
+		for _, svc := range services {
+			ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, svc.Name, metav1.GetOptions{})
+			if err == nil {
+				err = controlledBy(ing, svc)
 			}
-			return hasHost(ing, want)
-		})
-	}
+			if err == nil {
+				err = hasHost(ing, svc.Name+"."+ns+".apps.example.test")
+			}
+			if err != nil {
+				return false, fmt.Errorf("Ingress %s: %w", svc.Name, err)
+			}
+		}
+		return true, nil
+	})
 	if lost := deletions(); len(lost) > 0 {
 		t.Fatalf("during the upgrade, Ingresses were deleted or the watch failed: %s", strings.Join(lost, "; "))
 	}
@@ -293,10 +301,19 @@ func checkReplicas(t *testing.T, want int) {
 			t.Errorf("pod %s is not Ready, or does not run %s: %s (image %s)", p.Name, img, describePods([]corev1.Pod{p}), p.Spec.Containers[0].Image)
 		}
 	}
-	leader := leaderPod(t)
-	if !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == leader }) {
-		t.Fatalf("the Lease is held by %q, not by a replica: %s", leader, describePods(pods))
-	}
+	// After a rollout the Lease may still name a replica that is gone,
+	// until a new one takes it over.
+	framework.Eventually(t, timeout, "a replica of the release holds Lease "+leaseName, func(ctx context.Context) (bool, error) {
+		l, err := client.CoordinationV1().Leases(managerNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		holder, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_")
+		if !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == holder }) {
+			return false, fmt.Errorf("held by %q, not by a replica: %s", holder, describePods(pods))
+		}
+		return true, nil
+	})
 }
 
 func hasHost(ing *networkingv1.Ingress, host string) error {
