@@ -26,7 +26,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target> [ARGS=\"--flag ...\"]\n\nTargets:\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned kube-apiserver, etcd, controller-gen and traefik into bin/ (minutes the first time, cached after).
+tools: ## Build the pinned kube-apiserver, etcd, controller-gen, traefik and helm into bin/ (minutes the first time, cached after).
 	hack/build-tools.sh
 
 .PHONY: kubectl
@@ -92,11 +92,16 @@ docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC) and docs/
 	$(GO) run ./hack/docgen
 
 .PHONY: verify
-verify: ## Check formatting, vet, generated code and generated docs.
+verify: ## Check formatting, vet, generated code, generated docs, and the Helm chart (helm lint, helm template, no drift from config/default).
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	@if [[ -x hack/verify-codegen.sh ]]; then hack/verify-codegen.sh; fi
 	GO=$(GO) hack/verify-docs.sh
+	GO=$(GO) hack/verify-chart.sh
+
+.PHONY: chart-crds
+chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make manifests); make verify fails while they differ.
+	$(GO) run ./hack/chartdiff -write-crds charts/controller-manager/crds
 
 .PHONY: test
 test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.
@@ -110,8 +115,8 @@ E2E_NODE  ?=
 E2E_FLAGS ?= -count=1 -timeout=30m -v
 
 .PHONY: test-e2e
-test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build and load the image, make deploy, and test what a user sees.
-	hack/build-tools.sh node
+test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build and load the image, make deploy, and test what a user sees, the Helm chart's install, upgrade and uninstall included.
+	hack/build-tools.sh node helm
 	$(MAKE) image
 	E2E_NODE=$(if $(E2E_NODE),$(abspath $(E2E_NODE))) IMG=$(IMG) IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(E2E_FLAGS) ./test/e2e/...
 

@@ -13,11 +13,16 @@
 # dependencies are older than kube-apiserver's):
 #   bin/traefik          github.com/traefik/traefik/v3/cmd/traefik, the ingress
 #                        controller the traffic tests send requests through
+# and of hack/tools/helm/go.mod (a module of its own: Helm's Kubernetes
+# dependencies are newer than kube-apiserver's):
+#   bin/helm             helm.sh/helm/v4/cmd/helm, which `make verify` lints and
+#                        renders charts/controller-manager with (hack/verify-chart.sh)
+#                        and the e2e test installs it with
 # A binary is rebuilt only when the Go version or a module version of its
 # tools module changed since it was built (bin/.<name>.<hash> records it).
 #
-# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|kubectl|node ...]
-#        (default: kube-apiserver, etcd, controller-gen, traefik)
+# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|helm|kubectl|node ...]
+#        (default: kube-apiserver, etcd, controller-gen, traefik, helm)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -86,7 +91,7 @@ kube_binaries() {
 node_binaries=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik)
+[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik helm)
 for t in "${targets[@]}"; do
   case "${t}" in
     kube-apiserver|kubectl) kube_binaries "${t}" ;;
@@ -101,6 +106,15 @@ for t in "${targets[@]}"; do
       build traefik github.com/traefik/traefik/v3/cmd/traefik \
         "-X github.com/traefik/traefik/v3/pkg/version.Version=${tv}" \
         "${tdir}" "$(modsum "${tdir}")"
+      ;;
+    helm)
+      # Stamped like Helm's release build, so `helm version` names the
+      # pinned release.
+      hdir="${TOOLS}/helm"
+      hv="$(modver_in "${hdir}" helm.sh/helm/v4)"
+      build helm helm.sh/helm/v4/cmd/helm \
+        "-X helm.sh/helm/v4/internal/version.version=${hv} -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+        "${hdir}" "$(modsum "${hdir}")"
       ;;
     *) echo "unknown tool: ${t}" >&2; exit 2 ;;
   esac

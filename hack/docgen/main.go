@@ -64,7 +64,7 @@ func main() {
 func generate(root string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, g := range []func(root string, files map[string][]byte) error{
-		flagReference, annotationReference, reasonReference, rbacReference, benchmarks,
+		flagReference, annotationReference, reasonReference, rbacReference, chartValues, benchmarks,
 	} {
 		if err := g(root, files); err != nil {
 			return nil, err
