@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -699,12 +700,15 @@ func classify(op string, err error) error {
 
 	code, ok := statusCode(err)
 	if !ok {
-		if errors.Is(err, context.Canceled) {
-			// The caller gave up (shutdown): says nothing of Neutron.
+		var opErr *net.OpError
+		dial := errors.As(err, &opErr) && opErr.Op == "dial"
+		if !dial && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The caller gave up (shutdown), or an answer was slow (a
+			// busy Neutron): this request's failure, retried on its own.
 			return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, err)
 		}
-		// Connection refused or reset, timeouts, bad responses: Neutron
-		// (or the way to it) is down.
+		// No connection (refused, unreachable, timed out), or one reset or
+		// closed without an answer: Neutron (or the way to it) is down.
 		return network.Down(op, describe(err))
 	}
 	msg := describe(err)

@@ -391,6 +391,13 @@ func TestDownIsTransient(t *testing.T) {
 	if _, err := b.Create(ctx, ex); err != nil {
 		t.Fatalf("Create once the server is back: %v", err)
 	}
+
+	// Nothing listening where Neutron should be: connections refused.
+	cloud := neutrontest.Get(t)
+	nowhere := cloud.Backend(t, neutron.Options{Endpoint: "http://127.0.0.1:1/"})
+	if _, err := nowhere.List(ctx); !network.IsDown(err) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("List with Neutron unreachable = %v, want a backend-down error saying the connection was refused", err)
+	}
 }
 
 func TestLatencyAndTimeout(t *testing.T) {
@@ -403,8 +410,8 @@ func TestLatencyAndTimeout(t *testing.T) {
 	proxy.SetLatency(time.Minute)
 	start := time.Now()
 	_, err := b.Get(ctx, ex.UID)
-	if err == nil || network.IsPermanent(err) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Get slower than the timeout = %v, want a transient deadline error", err)
+	if err == nil || network.IsPermanent(err) || !errors.Is(err, context.DeadlineExceeded) || network.IsDown(err) {
+		t.Fatalf("Get slower than the timeout = %v, want a transient deadline error of this request (not the backend down)", err)
 	}
 	if d := time.Since(start); d > 45*time.Second {
 		t.Fatalf("Get took %v despite the 15s timeout", d)
