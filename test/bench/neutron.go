@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
@@ -68,7 +69,96 @@ func (r *run) neutronPhase(ctx context.Context) error {
 		r.cfg.logf("neutron: %d workers: controller %.1f Networks/s, direct client %.1f/s (%.2f x), %.1f Neutron requests/Network",
 			w, c.PerSecond, c.DirectPerSecond, c.Ratio, c.RequestsPerNetwork)
 	}
+	if r.cfg.NeutronRestartNetworks > 0 {
+		restart, err := r.neutronRestart(ctx, cloud, jsonCfg, client)
+		if err != nil {
+			return fmt.Errorf("restart with %d converged Networks: %w", r.cfg.NeutronRestartNetworks, err)
+		}
+		r.res.NeutronRestart = restart
+		r.cfg.logf("neutron: restart with %d converged Networks: %d Neutron requests (page size %d)", restart.Networks, restart.Requests, restart.PageSize)
+	}
 	return nil
+}
+
+// neutronUser makes a Keystone user of the run's own, whose requests
+// Neutron's access log tells apart, and a backend authenticated as it.
+func (r *run) neutronUser(ctx context.Context, cloud *neutrontest.Cloud, managedBy string) (*neutrontest.User, *neutron.Backend, error) {
+	user, err := cloud.NewUser(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.cleanups = append(r.cleanups, func() { _ = user.Delete(context.Background()) })
+	backend, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(user.Env), ManagedBy: managedBy})
+	if err != nil {
+		return nil, nil, err
+	}
+	return user, backend, nil
+}
+
+// neutronRestart converges NeutronRestartNetworks Networks, then starts the
+// manager again and counts, in Neutron's access log, the requests it makes
+// until it has synced every one of them again; then deletes them through
+// the controller (not counted).
+func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface) (*NeutronRestart, error) {
+	const workers = 16
+	n, managedBy := r.cfg.NeutronRestartNetworks, neutrontest.UniqueManagedBy()
+	user, backend, err := r.neutronUser(ctx, cloud, managedBy)
+	if err != nil {
+		return nil, err
+	}
+	ns := "bench-neutron-restart"
+	if _, err := r.networksToReady(ctx, cfg, client, ns, n, workers, backend, func(context.Context) error { return nil }, nil); err != nil {
+		return nil, err
+	}
+	res := &NeutronRestart{Networks: n, PageSize: neutron.DefaultPageSize}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
+	defer cancel()
+	log, err := cloud.AccessLog()
+	if err != nil {
+		return nil, err
+	}
+	// A restarted manager authenticates again (to Keystone, not Neutron).
+	if backend, err = neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(user.Env), ManagedBy: managedBy}); err != nil {
+		return nil, err
+	}
+	before := reconciles(network.Name)
+	done, stop, err := startNetworkManager(ctx, cfg, ns, workers, backend)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stop() }()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		select {
+		case <-done:
+			return false, fmt.Errorf("the manager stopped: %v", stop())
+		default:
+		}
+		return reconciles(network.Name)-before >= float64(n), nil
+	}); err != nil {
+		return nil, fmt.Errorf("waiting for %d syncs after the restart: %w", n, err)
+	}
+	reqs, err := log.Requests(ctx, user.ID)
+	if err != nil {
+		return nil, err
+	}
+	res.Requests = len(reqs)
+	for _, q := range reqs {
+		res.Paths = append(res.Paths, q.String())
+	}
+	if err := client.SamplecrdV1().Networks(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return nil, err
+	}
+	return res, wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.SamplecrdV1().Networks(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, err
+	})
+}
+
+// reconciles returns how many syncs controller has done in this process
+// (controller_reconcile_total of the in-process managers).
+func reconciles(controller string) float64 {
+	n, _ := framework.InProcessMetric("controller_reconcile_total", map[string]string{"controller": controller})
+	return n
 }
 
 // ownOpenStack starts hack/openstack-up.sh's OpenStack in a directory of
@@ -140,25 +230,25 @@ func (r *run) neutronDirect(ctx context.Context, sc *gophercloud.ServiceClient, 
 }
 
 // neutronController runs the network controller in-process with c.Workers
-// workers and the Neutron backend behind a counting proxy, and measures
-// NeutronNetworks Networks to Ready; then deletes them and waits until
-// their Neutron networks are gone (not timed).
+// workers and the Neutron backend as a Keystone user of its own, and
+// measures NeutronNetworks Networks to Ready and the requests Neutron's
+// access log shows for that user meanwhile; then deletes them and waits
+// until their Neutron networks are gone (not timed).
 func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface, c *NeutronCase) error {
-	proxy, err := neutrontest.StartProxy(cloud)
-	if err != nil {
-		return err
-	}
-	defer proxy.Close()
-	backend, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(proxy.Env(cloud.Env())), ManagedBy: neutrontest.UniqueManagedBy()})
+	user, backend, err := r.neutronUser(ctx, cloud, neutrontest.UniqueManagedBy())
 	if err != nil {
 		return err
 	}
 	ns := fmt.Sprintf("bench-neutron-%d", c.Workers)
-	before := 0
+	var log *neutrontest.AccessLog
 	took, err := r.networksToReady(ctx, cfg, client, ns, c.Networks, c.Workers, backend,
-		func(context.Context) error { before = proxy.Requests(); return nil },
+		func(context.Context) (err error) { log, err = cloud.AccessLog(); return err },
 		func(ctx context.Context) error {
-			c.RequestsPerNetwork = float64(proxy.Requests()-before) / float64(c.Networks)
+			reqs, err := log.Requests(ctx, user.ID)
+			if err != nil {
+				return err
+			}
+			c.RequestsPerNetwork = float64(len(reqs)) / float64(c.Networks)
 			// Clean up through the controller (finalizers), then wait for it.
 			if err := client.SamplecrdV1().Networks(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 				return err
