@@ -187,31 +187,21 @@ func (c *Controller) scanLoop(ctx context.Context) {
 			delay = backoff.Step()
 			logger.V(2).Info("The network backend is still down; probing again later", "after", delay, "err", err)
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		case <-c.wake:
-			// A sync found the backend down: probe it, alone, with backoff.
-			t.Stop()
-			if !sleep(ctx, backoff.Step()) {
+		for waiting := true; waiting; {
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
 				return
+			case <-t.C:
+				waiting = false
+			case <-c.wake:
+				// A sync found the backend down: probe it, alone, with
+				// backoff.
+				t.Stop()
+				delay = backoff.Step()
 			}
 		}
-	}
-}
-
-// sleep waits d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
