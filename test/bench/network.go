@@ -17,6 +17,7 @@ import (
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/memory"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
@@ -148,6 +149,9 @@ func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client vers
 // closed when the manager stops; stop stops it and returns its error.
 func startNetworkManager(ctx context.Context, cfg *rest.Config, ns string, workers int, backend network.Backend) (done <-chan struct{}, stop func() error, err error) {
 	o := app.NewOptions()
+	if _, ok := backend.(*neutron.Backend); ok {
+		o.NetworkBackendName = "neutron" // the label of its metrics
+	}
 	o.Controllers = []string{network.Name}
 	o.Namespace = ns
 	o.Workers[network.Name] = workers

@@ -21,6 +21,7 @@ import (
 	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
+	managermetrics "github.com/kube-sample/controller-manager/internal/metrics"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
@@ -97,8 +98,8 @@ func (r *run) neutronUser(ctx context.Context, cloud *neutrontest.Cloud, managed
 
 // neutronRestart converges NeutronRestartNetworks Networks, then starts the
 // manager again and counts, in Neutron's access log, the requests it makes
-// until it has synced every one of them again; then deletes them through
-// the controller (not counted).
+// until it has synced every one of them again; then deletes their Neutron
+// networks (not counted).
 func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface) (*NeutronRestart, error) {
 	const workers = 16
 	n, managedBy := r.cfg.NeutronRestartNetworks, neutrontest.UniqueManagedBy()
@@ -121,7 +122,10 @@ func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg 
 	if backend, err = neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(user.Env), ManagedBy: managedBy}); err != nil {
 		return nil, err
 	}
-	before := reconciles(network.Name)
+	// Until the restarted controller's first List has brought back every
+	// Network that waited for it, and its queue is empty.
+	managermetrics.SetNetworkBackendUp("neutron", false)
+	queue := framework.MarkQueue(network.Name)
 	done, stop, err := startNetworkManager(ctx, cfg, ns, workers, backend)
 	if err != nil {
 		return nil, err
@@ -133,9 +137,10 @@ func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg 
 			return false, fmt.Errorf("the manager stopped: %v", stop())
 		default:
 		}
-		return reconciles(network.Name)-before >= float64(n), nil
+		up, _ := framework.InProcessMetric("controller_network_backend_up", map[string]string{"backend": "neutron"})
+		return up == 1 && queue.Idle(), nil
 	}); err != nil {
-		return nil, fmt.Errorf("waiting for %d syncs after the restart: %w", n, err)
+		return nil, fmt.Errorf("waiting for the restarted controller to sync every Network: %w", err)
 	}
 	reqs, err := log.Requests(ctx, user.ID)
 	if err != nil {
@@ -145,20 +150,31 @@ func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg 
 	for _, q := range reqs {
 		res.Paths = append(res.Paths, q.String())
 	}
-	if err := client.SamplecrdV1().Networks(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	// Clean up Neutron directly, one DELETE a network (its subnet goes
+	// with it), the manager stopped: the Networks stay in the bench's
+	// control plane, which goes at the end of the run.
+	if err := stop(); err != nil {
 		return nil, err
 	}
-	return res, wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := client.SamplecrdV1().Networks(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0, err
+	admin, err := neutrontest.NewClient(cloud.AdminEnv())
+	if err != nil {
+		return nil, err
+	}
+	pages, err := networks.List(admin, networks.ListOpts{Tags: neutron.ManagedByTagPrefix + managedBy}).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nets, err := networks.ExtractNetworks(pages)
+	if err != nil {
+		return nil, err
+	}
+	_, err = parallel(ctx, len(nets), 8, func(ctx context.Context, i int) error {
+		if err := networks.Delete(ctx, admin, nets[i].ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+			return err
+		}
+		return nil
 	})
-}
-
-// reconciles returns how many syncs controller has done in this process
-// (controller_reconcile_total of the in-process managers).
-func reconciles(controller string) float64 {
-	n, _ := framework.InProcessMetric("controller_reconcile_total", map[string]string{"controller": controller})
-	return n
+	return res, err
 }
 
 // ownOpenStack starts hack/openstack-up.sh's OpenStack in a directory of

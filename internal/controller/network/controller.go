@@ -161,10 +161,10 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 }
 
 // scanLoop runs CollectGarbage at once, then every GCInterval while the
-// backend answers. While it does not (or before its first List succeeds),
-// that scan is the only call to the backend: it is retried with backoff,
-// from DownRetry to DownRetryMax, and its success brings every waiting
-// Network back.
+// backend answers. While it does not (or before its first List), that scan
+// is the only call to the backend: it is retried with backoff, from
+// DownRetry to DownRetryMax, and its success brings every waiting Network
+// back. A List that failed otherwise is retried with the same backoff.
 func (c *Controller) scanLoop(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	newBackoff := func() wait.Backoff {
@@ -177,15 +177,19 @@ func (c *Controller) scanLoop(ctx context.Context) {
 			return
 		}
 		delay := c.opts.GCInterval
+		var listErr *listError
 		switch {
-		case c.state.isUp():
+		case !c.state.isUp():
+			delay = backoff.Step()
+			logger.V(2).Info("The network backend is still down; probing again later", "after", delay, "err", err)
+		case errors.As(err, &listErr):
+			delay = backoff.Step()
+			logger.Error(err, "Listing the backend networks failed; Networks are looked up one by one until a List succeeds", "after", delay)
+		default:
 			backoff = newBackoff()
 			if err != nil {
 				logger.Error(err, "Garbage collection of backend networks failed; will retry", "interval", delay)
 			}
-		default:
-			delay = backoff.Step()
-			logger.V(2).Info("The network backend is still down; probing again later", "after", delay, "err", err)
 		}
 		for waiting := true; waiting; {
 			t := time.NewTimer(delay)
@@ -238,10 +242,12 @@ func (c *Controller) backendDown(ctx context.Context, obj *samplecrdv1.Network, 
 // again, and a recovery is reported once.
 func (c *Controller) backendUp(ctx context.Context) {
 	waiting, wasDown, obj := c.state.up()
-	metrics.SetNetworkBackendUp(c.opts.BackendName, true)
 	for _, key := range waiting {
 		c.EnqueueKey(key)
 	}
+	// After the waiting keys are queued: a 1 then an empty queue mean
+	// everything that waited was synced.
+	metrics.SetNetworkBackendUp(c.opts.BackendName, true)
 	if !wasDown {
 		return
 	}
@@ -418,18 +424,24 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 // scope), queues every Network whose backend network is missing or differs
 // from its spec (someone changed the backend behind our back), and, the
 // backend being up, the Networks that waited for it. A List failing because
-// the whole backend is down, or failing before any succeeded, marks the
-// backend down.
+// the whole backend is down marks it down; failing otherwise, it still
+// marks the backend up (it answered), and syncs look Networks up one by one
+// until a List succeeds.
 func (c *Controller) CollectGarbage(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	mark := c.known.mark()
 	nets, err := c.backend.List(ctx)
 	if err != nil {
-		// Without a first List no Network can be synced: down too.
-		if (IsDown(err) || !c.state.isUp()) && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case IsDown(err):
 			c.backendDown(ctx, nil, err)
+		default:
+			// The backend answers, this List failed: syncs go on without
+			// it (looking each Network up) until a List succeeds.
+			c.backendUp(ctx)
 		}
-		return fmt.Errorf("listing backend networks: %w", err)
+		return &listError{err: fmt.Errorf("listing backend networks: %w", err)}
 	}
 	var mine []Network
 	for _, n := range nets {
@@ -476,6 +488,12 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 	c.backendUp(ctx)
 	return errors.Join(errs...)
 }
+
+// listError is the error of a scan whose List failed.
+type listError struct{ err error }
+
+func (e *listError) Error() string { return e.err.Error() }
+func (e *listError) Unwrap() error { return e.err }
 
 // Garbage collection re-reads a Network from the API server, not the cache,
 // before it deletes the backend network of one it believes gone.

@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
@@ -146,6 +147,7 @@ func TestNeutronRestartRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	queue := framework.MarkQueue(network.Name)
 	e.startNeutron(managedBy, 0)
 	framework.Eventually(t, timeout, "every Network synced again, the drift repaired", func(ctx context.Context) (bool, error) {
 		if e.m.CountLogs("Synced") < n {
@@ -159,7 +161,9 @@ func TestNeutronRestartRequests(t *testing.T) {
 		if err != nil || cur.Status.NetworkID == ready[1].Status.NetworkID || cur.Status.SubnetID == "" {
 			return false, fmt.Errorf("net-01's status: %+v, %v", cur.Status, err)
 		}
-		return true, nil
+		// And nothing more to do: every Network that waited for the List
+		// synced after it.
+		return queue.Idle(), nil
 	})
 	e.waitReady("net-01", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	reqs := requests(t, log, user)
