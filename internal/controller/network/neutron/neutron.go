@@ -3,11 +3,14 @@
 //
 // Both are named k8s-<namespace>-<name> so an operator recognises them, and
 // marked as ours with Neutron tags: k8s-network-uid=<the Network's UID> and
-// managed-by=<Options.ManagedBy>. Every lookup filters by these tags, so the
-// backend never reads, changes or deletes what it did not create. Their
-// description names the Network too; it lets a create that was interrupted
-// between creating an object and tagging it be found and completed instead
-// of duplicated.
+// managed-by=<Options.ManagedBy>. Their description names the Network, its
+// UID and the managed-by value. Every lookup filters by the tags (List, by
+// the managed-by tag) or by that description (Create), and only what
+// carries both tags, or carries no tags and that description (a create
+// interrupted between creating an object and tagging it, found and
+// completed instead of duplicated), is used: the backend never reads,
+// changes or deletes what it did not create. Neutron takes no tags in a
+// network's or a subnet's POST, hence the tagging after each.
 //
 // The backend authenticates with Keystone v3 (password or application
 // credential; see ConfigFromEnv for the OS_CLOUD / OS_* configuration), takes
