@@ -79,7 +79,8 @@ func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client vers
 	if err := createNamespace(ctx, r.client, ns); err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
+	// A real backend takes its time: a second a Network at the most.
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout()+time.Duration(m)*time.Second)
 	defer cancel()
 
 	if _, err := parallel(ctx, m, 16, func(ctx context.Context, i int) error {

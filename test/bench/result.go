@@ -251,8 +251,9 @@ type NeutronCase struct {
 	PerSecond       float64 `json:"networks_per_second"`
 	DirectPerSecond float64 `json:"direct_per_second"`
 	Ratio           float64 `json:"ratio"`
-	// RequestsPerNetwork counts every Neutron API request of the
-	// controller (its start's List included), from Neutron's access log.
+	// RequestsPerNetwork counts every Neutron API request the controller
+	// made for the Networks (its start's List apart), from Neutron's
+	// access log.
 	RequestsPerNetwork float64 `json:"neutron_requests_per_network"`
 }
 

@@ -55,13 +55,6 @@ func requests(t *testing.T, log *neutrontest.AccessLog, user *neutrontest.User) 
 	return reqs
 }
 
-// isScan reports whether r is a request of the backend's List: networks or
-// subnets filtered by the managed-by tag alone.
-func isScan(r neutrontest.Request, managedBy string) bool {
-	return r.Method == "GET" && strings.Contains(r.Path, "tags="+neutron.ManagedByTagPrefix+managedBy) &&
-		!strings.Contains(r.Path, neutron.UIDTagPrefix)
-}
-
 // checkFiltered fails t for a list request without a filter that names
 // what it looks for: the backend never lists the whole project.
 func checkFiltered(t *testing.T, reqs []neutrontest.Request) {
@@ -96,7 +89,7 @@ func TestNeutronCreateRequests(t *testing.T) {
 	reqs := requests(t, log, user)
 	var creates []neutrontest.Request
 	for _, r := range reqs {
-		if !isScan(r, managedBy) {
+		if !r.IsList(managedBy) {
 			creates = append(creates, r)
 		}
 	}
@@ -169,7 +162,7 @@ func TestNeutronRestartRequests(t *testing.T) {
 	reqs := requests(t, log, user)
 	var scans, repairs []neutrontest.Request
 	for _, r := range reqs {
-		if isScan(r, managedBy) {
+		if r.IsList(managedBy) {
 			scans = append(scans, r)
 		} else {
 			repairs = append(repairs, r)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 )
 
 // AccessLog reads the requests Neutron itself logged (its neutron.wsgi
@@ -37,6 +40,18 @@ type Request struct {
 }
 
 func (r Request) String() string { return fmt.Sprintf("%s %s %d", r.Method, r.Path, r.Status) }
+
+// IsList reports whether r is a request of the backend's List for
+// managed-by value managedBy: networks or subnets filtered by that tag
+// alone.
+func (r Request) IsList(managedBy string) bool {
+	p, err := url.QueryUnescape(r.Path)
+	if err != nil {
+		p = r.Path
+	}
+	return r.Method == "GET" && strings.Contains(p, "tags="+neutron.ManagedByTagPrefix+managedBy) &&
+		!strings.Contains(p, neutron.UIDTagPrefix)
+}
 
 // accessLine matches a neutron.wsgi access log line: its request context
 // ([None req-<id> <user> <project> ...] or [-]), the client address, the
