@@ -15,7 +15,10 @@
 #   clouds.yaml     clouds "local" (the controller's user) and "local-admin";
 #                   use with OS_CLIENT_CONFIG_FILE=<dir>/clouds.yaml OS_CLOUD=local
 #   env             KEYSTONE_URL, NEUTRON_URL, PROJECT_ID, ... for tests
-#   *.log           the servers' logs; *.pid their process IDs
+#   *.log           the servers' logs; *.pid their process IDs. neutron-server.log
+#                   holds Neutron's access log: one neutron.wsgi line per
+#                   request with the caller's user and project IDs, what
+#                   tests and the bench count Neutron requests with
 #
 # It is idempotent: when the servers of OPENSTACK_DIR already answer, it
 # prints so and exits 0 ("already running"). `--running` only tells: exit 0
@@ -195,6 +198,10 @@ project_name = service
 username = neutron
 password = ${SERVICE_PASSWORD}
 region_name = ${REGION}
+# Validated tokens are trusted for seconds, not the default 5 minutes: a
+# token Keystone revoked (a password changed, a user disabled) is refused
+# at once, as the fault tests of refused credentials need.
+token_cache_time = 5
 [oslo_concurrency]
 lock_path = ${DIR}/lock
 [ml2]

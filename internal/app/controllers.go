@@ -53,7 +53,7 @@ func Controllers() []Descriptor {
 				if err != nil {
 					return nil, err
 				}
-				return network.New(ctx, cctx, network.Options{Backend: backend, GCInterval: o.NetworkGCInterval})
+				return network.New(ctx, cctx, network.Options{Backend: backend, BackendName: o.NetworkBackendName, GCInterval: o.NetworkGCInterval})
 			},
 		},
 		{

@@ -5,7 +5,8 @@
 //     _unfinished_work_seconds, _longest_running_processor_seconds);
 //   - client-go REST client metrics (rest_client_requests_total, latencies);
 //   - leader election and reflector metrics;
-//   - reconcile totals, errors and durations per controller (below).
+//   - reconcile totals, errors and durations per controller, whether this
+//     manager leads, and whether the network backend is up (below).
 //
 // Importing this package installs the client-go metrics providers; it must be
 // imported before any workqueue is created, which the controller package
@@ -51,10 +52,18 @@ var (
 		Help:           "1 while this manager holds the leader lease (or runs without leader election), else 0.",
 		StabilityLevel: k8smetrics.ALPHA,
 	})
+
+	networkBackendUp = k8smetrics.NewGaugeVec(&k8smetrics.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "network_backend_up",
+		Help: "1 while the network controller's backend answers, 0 while it is down as a whole (unreachable, " +
+			"credentials refused, no usable endpoint); absent until its first scan.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"backend"})
 )
 
 func init() {
-	legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcileDuration, leaderStatus)
+	legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcileDuration, leaderStatus, networkBackendUp)
 }
 
 // ObserveReconcile records one reconciliation of controller.
@@ -75,4 +84,13 @@ func SetLeader(leading bool) {
 	} else {
 		leaderStatus.Set(0)
 	}
+}
+
+// SetNetworkBackendUp records whether the network backend named backend is up.
+func SetNetworkBackendUp(backend string, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	networkBackendUp.WithLabelValues(backend).Set(v)
 }

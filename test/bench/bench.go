@@ -17,7 +17,8 @@
 //   - neutron, in-process against the real Neutron of hack/openstack-up.sh:
 //     Networks/s to Ready against the worker count, beside a direct
 //     gophercloud client's rate for the same requests, and Neutron API
-//     requests per Network;
+//     requests per Network, and of a restart with converged Networks, both
+//     from Neutron's own access log;
 //   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N.
 //
 // API writes come from the API server's apiserver_request_total. Benchmarks
@@ -91,7 +92,10 @@ type Config struct {
 	// (hack/openstack-up.sh) is OpenStackDir, at each of NeutronWorkers.
 	NeutronNetworks int
 	NeutronWorkers  []int
-	OpenStackDir    string
+	// NeutronRestartNetworks is the number of converged Networks of the
+	// neutron phase's restart (0: none).
+	NeutronRestartNetworks int
+	OpenStackDir           string
 	// Skip names phases not to run: "ingress-manager", "steady", "routable", "httproute", "network", "neutron".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
@@ -101,23 +105,24 @@ type Config struct {
 // DefaultConfig is the configuration of `make bench`.
 func DefaultConfig(n int) Config {
 	return Config{
-		N:                n,
-		Concurrencies:    []int{1, 4, 16, 64},
-		RestartWindow:    60 * time.Second,
-		IdleWindow:       30 * time.Second,
-		IdleResync:       5 * time.Second,
-		SteadyRates:      []float64{10, 50},
-		SteadyLFraction:  0.5,
-		SteadyWindow:     10 * time.Second,
-		Routable:         100,
-		RoutableRate:     10,
-		Networks:         256,
-		NetworkLatencies: []time.Duration{0, 10 * time.Millisecond, 100 * time.Millisecond},
-		NetworkWorkers:   []int{1, 4, 16, 64},
-		NeutronNetworks:  64,
-		NeutronWorkers:   []int{1, 4, 16, 64},
-		GCWait:           150 * time.Second,
-		Settle:           time.Second,
+		N:                      n,
+		Concurrencies:          []int{1, 4, 16, 64},
+		RestartWindow:          60 * time.Second,
+		IdleWindow:             30 * time.Second,
+		IdleResync:             5 * time.Second,
+		SteadyRates:            []float64{10, 50},
+		SteadyLFraction:        0.5,
+		SteadyWindow:           10 * time.Second,
+		Routable:               100,
+		RoutableRate:           10,
+		Networks:               256,
+		NetworkLatencies:       []time.Duration{0, 10 * time.Millisecond, 100 * time.Millisecond},
+		NetworkWorkers:         []int{1, 4, 16, 64},
+		NeutronNetworks:        64,
+		NeutronWorkers:         []int{1, 4, 16, 64},
+		NeutronRestartNetworks: 1000,
+		GCWait:                 150 * time.Second,
+		Settle:                 time.Second,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/memory"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
@@ -78,7 +79,8 @@ func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client vers
 	if err := createNamespace(ctx, r.client, ns); err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
+	// A real backend takes its time: a second a Network at the most.
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout()+time.Duration(m)*time.Second)
 	defer cancel()
 
 	if _, err := parallel(ctx, m, 16, func(ctx context.Context, i int) error {
@@ -114,36 +116,23 @@ func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client vers
 		return 0, fmt.Errorf("network watcher did not sync: %w", context.Cause(ctx))
 	}
 
-	o := app.NewOptions()
-	o.Controllers = []string{network.Name}
-	o.Namespace = ns
-	o.Workers[network.Name] = workers
-	o.NetworkBackend = backend
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.ShutdownTimeout = 10 * time.Second
-	mgrCtx, stopMgr := context.WithCancel(klog.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard)))))
-	defer stopMgr()
-	mgr, err := app.NewManager(mgrCtx, o, cfg)
-	if err != nil {
-		return 0, err
-	}
 	if err := atStart(ctx); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Run(mgrCtx) }()
+	done, stopMgr, err := startNetworkManager(ctx, cfg, ns, workers, backend)
+	if err != nil {
+		return 0, err
+	}
 	defer func() {
-		stopMgr()
-		if runErr := <-done; runErr != nil && err == nil {
-			err = runErr
+		if stopErr := stopMgr(); stopErr != nil && err == nil {
+			err = stopErr
 		}
 	}()
 	select {
 	case <-ready.done:
-	case err := <-done:
-		done <- err
-		return 0, fmt.Errorf("the manager stopped: %v", err)
+	case <-done:
+		return 0, fmt.Errorf("the manager stopped: %v", stopMgr())
 	case <-ctx.Done():
 		return 0, fmt.Errorf("%d of %d Networks Ready: %w", ready.count(), m, context.Cause(ctx))
 	}
@@ -154,6 +143,39 @@ func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client vers
 		}
 	}
 	return took, nil
+}
+
+// startNetworkManager runs the network controller in-process on backend
+// for the Networks of ns with workers workers, its logs discarded. done is
+// closed when the manager stops; stop stops it and returns its error.
+func startNetworkManager(ctx context.Context, cfg *rest.Config, ns string, workers int, backend network.Backend) (done <-chan struct{}, stop func() error, err error) {
+	o := app.NewOptions()
+	if _, ok := backend.(*neutron.Backend); ok {
+		o.NetworkBackendName = "neutron" // the label of its metrics
+	}
+	o.Controllers = []string{network.Name}
+	o.Namespace = ns
+	o.Workers[network.Name] = workers
+	o.NetworkBackend = backend
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.ShutdownTimeout = 10 * time.Second
+	mgrCtx, cancel := context.WithCancel(klog.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard)))))
+	mgr, err := app.NewManager(mgrCtx, o, cfg)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	stopped := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(stopped)
+		runErr = mgr.Run(mgrCtx)
+	}()
+	return stopped, func() error {
+		cancel()
+		<-stopped
+		return runErr
+	}, nil
 }
 
 // readyCounter counts Networks whose Ready condition is True for their

@@ -13,13 +13,13 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
+	managermetrics "github.com/kube-sample/controller-manager/internal/metrics"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
@@ -68,7 +68,117 @@ func (r *run) neutronPhase(ctx context.Context) error {
 		r.cfg.logf("neutron: %d workers: controller %.1f Networks/s, direct client %.1f/s (%.2f x), %.1f Neutron requests/Network",
 			w, c.PerSecond, c.DirectPerSecond, c.Ratio, c.RequestsPerNetwork)
 	}
+	if r.cfg.NeutronRestartNetworks > 0 {
+		restart, err := r.neutronRestart(ctx, cloud, jsonCfg, client)
+		if err != nil {
+			return fmt.Errorf("restart with %d converged Networks: %w", r.cfg.NeutronRestartNetworks, err)
+		}
+		r.res.NeutronRestart = restart
+		r.cfg.logf("neutron: restart with %d converged Networks: %d Neutron requests (page size %d)", restart.Networks, restart.Requests, restart.PageSize)
+	}
 	return nil
+}
+
+// neutronUser makes a Keystone user of the run's own, whose requests
+// Neutron's access log tells apart, and a backend authenticated as it.
+func (r *run) neutronUser(ctx context.Context, cloud *neutrontest.Cloud, managedBy string) (*neutrontest.User, *neutron.Backend, error) {
+	user, err := cloud.NewUser(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.cleanups = append(r.cleanups, func() { _ = user.Delete(context.Background()) })
+	backend, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(user.Env), ManagedBy: managedBy})
+	if err != nil {
+		return nil, nil, err
+	}
+	return user, backend, nil
+}
+
+// neutronRestart converges NeutronRestartNetworks Networks, then starts the
+// manager again and counts, in Neutron's access log, the requests it makes
+// until it has synced every one of them again; then deletes their Neutron
+// networks (not counted).
+func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface) (*NeutronRestart, error) {
+	const workers = 16
+	n, managedBy := r.cfg.NeutronRestartNetworks, neutrontest.UniqueManagedBy()
+	user, backend, err := r.neutronUser(ctx, cloud, managedBy)
+	if err != nil {
+		return nil, err
+	}
+	ns := "bench-neutron-restart"
+	if _, err := r.networksToReady(ctx, cfg, client, ns, n, workers, backend, func(context.Context) error { return nil }, nil); err != nil {
+		return nil, err
+	}
+	res := &NeutronRestart{Networks: n, PageSize: neutron.DefaultPageSize}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
+	defer cancel()
+	log, err := cloud.AccessLog()
+	if err != nil {
+		return nil, err
+	}
+	// A restarted manager authenticates again (to Keystone, not Neutron).
+	if backend, err = neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(user.Env), ManagedBy: managedBy}); err != nil {
+		return nil, err
+	}
+	// Until the restarted controller's first List has brought back every
+	// Network that waited for it, and its queue is empty.
+	managermetrics.SetNetworkBackendUp("neutron", false)
+	queue := framework.MarkQueue(network.Name)
+	done, stop, err := startNetworkManager(ctx, cfg, ns, workers, backend)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stop() }()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		select {
+		case <-done:
+			return false, fmt.Errorf("the manager stopped: %v", stop())
+		default:
+		}
+		up, _ := framework.InProcessMetric("controller_network_backend_up", map[string]string{"backend": "neutron"})
+		return up == 1 && queue.Idle(), nil
+	}); err != nil {
+		return nil, fmt.Errorf("waiting for the restarted controller to sync every Network: %w", err)
+	}
+	reqs, err := log.Requests(ctx, user.ID)
+	if err != nil {
+		return nil, err
+	}
+	res.Requests = len(reqs)
+	for _, q := range reqs {
+		res.Paths = append(res.Paths, q.String())
+	}
+	if err := stop(); err != nil {
+		return nil, err
+	}
+	return res, deleteNeutronNetworks(ctx, cloud, managedBy)
+}
+
+// deleteNeutronNetworks deletes the Neutron networks of managed-by value
+// managedBy as the admin, one DELETE a network (its subnet goes with it),
+// once the manager stopped: the Networks stay in the bench's control plane,
+// which goes at the end of the run. Deleting through the controller is not
+// what the bench measures, and would load Neutron for minutes.
+func deleteNeutronNetworks(ctx context.Context, cloud *neutrontest.Cloud, managedBy string) error {
+	admin, err := neutrontest.NewClient(cloud.AdminEnv())
+	if err != nil {
+		return err
+	}
+	pages, err := networks.List(admin, networks.ListOpts{Tags: neutron.ManagedByTagPrefix + managedBy}).AllPages(ctx)
+	if err != nil {
+		return err
+	}
+	nets, err := networks.ExtractNetworks(pages)
+	if err != nil {
+		return err
+	}
+	_, err = parallel(ctx, len(nets), 8, func(ctx context.Context, i int) error {
+		if err := networks.Delete(ctx, admin, nets[i].ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+			return err
+		}
+		return nil
+	})
+	return err
 }
 
 // ownOpenStack starts hack/openstack-up.sh's OpenStack in a directory of
@@ -140,38 +250,38 @@ func (r *run) neutronDirect(ctx context.Context, sc *gophercloud.ServiceClient, 
 }
 
 // neutronController runs the network controller in-process with c.Workers
-// workers and the Neutron backend behind a counting proxy, and measures
-// NeutronNetworks Networks to Ready; then deletes them and waits until
-// their Neutron networks are gone (not timed).
+// workers and the Neutron backend as a Keystone user of its own, and
+// measures NeutronNetworks Networks to Ready and the requests Neutron's
+// access log shows for that user meanwhile; then deletes their Neutron
+// networks (not timed).
 func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface, c *NeutronCase) error {
-	proxy, err := neutrontest.StartProxy(cloud)
-	if err != nil {
-		return err
-	}
-	defer proxy.Close()
-	backend, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(proxy.Env(cloud.Env())), ManagedBy: neutrontest.UniqueManagedBy()})
+	managedBy := neutrontest.UniqueManagedBy()
+	user, backend, err := r.neutronUser(ctx, cloud, managedBy)
 	if err != nil {
 		return err
 	}
 	ns := fmt.Sprintf("bench-neutron-%d", c.Workers)
-	before := 0
+	var log *neutrontest.AccessLog
 	took, err := r.networksToReady(ctx, cfg, client, ns, c.Networks, c.Workers, backend,
-		func(context.Context) error { before = proxy.Requests(); return nil },
+		func(context.Context) (err error) { log, err = cloud.AccessLog(); return err },
 		func(ctx context.Context) error {
-			c.RequestsPerNetwork = float64(proxy.Requests()-before) / float64(c.Networks)
-			// Clean up through the controller (finalizers), then wait for it.
-			if err := client.SamplecrdV1().Networks(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			reqs, err := log.Requests(ctx, user.ID)
+			if err != nil {
 				return err
 			}
-			return wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-				list, err := client.SamplecrdV1().Networks(ns).List(ctx, metav1.ListOptions{})
-				if apierrors.IsNotFound(err) {
-					return true, nil
+			creates := 0
+			for _, q := range reqs {
+				if !q.IsList(managedBy) {
+					creates++ // the start's List is no Network's
 				}
-				return err == nil && len(list.Items) == 0, err
-			})
+			}
+			c.RequestsPerNetwork = float64(creates) / float64(c.Networks)
+			return nil
 		})
 	if err != nil {
+		return err
+	}
+	if err := deleteNeutronNetworks(ctx, cloud, managedBy); err != nil {
 		return err
 	}
 	c.Seconds = took.Seconds()

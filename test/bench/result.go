@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,17 +25,19 @@ type Result struct {
 	Error  string `json:"error,omitempty"`
 	// Steps are the run's top-level phases in order, with how each ended,
 	// so that an incomplete run shows where it stopped.
-	Steps     []Step        `json:"steps,omitempty"`
-	Versions  Versions      `json:"versions"`
-	Machine   Machine       `json:"machine"`
-	Settings  Settings      `json:"settings"`
-	Limit     Limit         `json:"limit"`
-	Ingress   Ingress       `json:"ingress_manager"`
-	Memory    Memory        `json:"memory"`
-	Network   []NetCase     `json:"network"`
-	Neutron   []NeutronCase `json:"neutron,omitempty"`
-	HTTPRoute *RouteResult  `json:"httproute,omitempty"`
-	Targets   []Target      `json:"targets"`
+	Steps    []Step        `json:"steps,omitempty"`
+	Versions Versions      `json:"versions"`
+	Machine  Machine       `json:"machine"`
+	Settings Settings      `json:"settings"`
+	Limit    Limit         `json:"limit"`
+	Ingress  Ingress       `json:"ingress_manager"`
+	Memory   Memory        `json:"memory"`
+	Network  []NetCase     `json:"network"`
+	Neutron  []NeutronCase `json:"neutron,omitempty"`
+	// NeutronRestart is the neutron phase's restart with converged Networks.
+	NeutronRestart *NeutronRestart `json:"neutron_restart,omitempty"`
+	HTTPRoute      *RouteResult    `json:"httproute,omitempty"`
+	Targets        []Target        `json:"targets"`
 }
 
 // Step is one top-level phase of a run.
@@ -248,9 +251,27 @@ type NeutronCase struct {
 	PerSecond       float64 `json:"networks_per_second"`
 	DirectPerSecond float64 `json:"direct_per_second"`
 	Ratio           float64 `json:"ratio"`
-	// RequestsPerNetwork counts every Neutron API request of the controller.
+	// RequestsPerNetwork counts every Neutron API request the controller
+	// made for the Networks (its start's List apart), from Neutron's
+	// access log.
 	RequestsPerNetwork float64 `json:"neutron_requests_per_network"`
 }
+
+// NeutronRestart is a manager restarted with Networks converged in Neutron:
+// the Neutron requests (from Neutron's access log) until it has synced
+// every one again.
+type NeutronRestart struct {
+	Networks int `json:"networks"`
+	Requests int `json:"neutron_requests"`
+	// PageSize is the backend's List page size.
+	PageSize int      `json:"page_size"`
+	Paths    []string `json:"requests,omitempty"`
+}
+
+// restartBudget is the most requests a restart with n converged Networks
+// may take: one paginated List of networks and one of subnets (each n/page
+// pages and a last, short or empty, one), and a few.
+func restartBudget(n, page int) int { return 2*(n/page+1) + 2 }
 
 // Target is one goal the run is checked against, and whether it met it.
 type Target struct {
@@ -354,6 +375,26 @@ func (r *Result) computeTargets() {
 				Measured: fmt.Sprintf("%.2f %s", rt.Cold.WritesPerObject, verbs(rt.Cold.Writes)),
 				Met:      rt.Cold.WritesPerObject > 0 && rt.Cold.WritesPerObject <= 1.0 && rt.Cold.IngressWrites == 0,
 			})
+	}
+	if len(r.Neutron) > 0 {
+		minRatio, maxReqs := math.Inf(1), 0.0
+		var ratios, reqs []string
+		for _, c := range r.Neutron {
+			minRatio, maxReqs = math.Min(minRatio, c.Ratio), math.Max(maxReqs, c.RequestsPerNetwork)
+			ratios = append(ratios, fmt.Sprintf("%.2f", c.Ratio))
+			reqs = append(reqs, fmt.Sprintf("%.1f", c.RequestsPerNetwork))
+		}
+		r.Targets = append(r.Targets,
+			Target{Name: "neutron: controller / direct client Networks/s", Target: ">= 0.9 at every worker count",
+				Measured: strings.Join(ratios, ", "), Met: minRatio >= 0.9},
+			Target{Name: "neutron: requests per new Network", Target: "<= 5",
+				Measured: strings.Join(reqs, ", "), Met: maxReqs <= 5})
+	}
+	if rs := r.NeutronRestart; rs != nil {
+		r.Targets = append(r.Targets, Target{
+			Name: fmt.Sprintf("neutron: requests of a restart with %d converged Networks", rs.Networks), Target: "<= N/page + a few",
+			Measured: fmt.Sprintf("%d (page %d)", rs.Requests, rs.PageSize), Met: rs.Requests <= restartBudget(rs.Networks, rs.PageSize),
+		})
 	}
 	for _, s := range r.Ingress.Steady {
 		if s.TargetRate == 50 {
@@ -554,6 +595,12 @@ func (r *Result) WriteTable(out io.Writer) {
 			row(fmt.Sprint(c.Workers), fmt.Sprint(c.Networks), fmt.Sprintf("%.1f", c.PerSecond), fmt.Sprintf("%.1f", c.DirectPerSecond),
 				fmt.Sprintf("%.2f", c.Ratio), fmt.Sprintf("%.1f", c.RequestsPerNetwork))
 		}
+		flush()
+	}
+	if rs := r.NeutronRestart; rs != nil {
+		row("neutron (real): restart", "converged Networks", "Neutron requests", "List page size")
+		sep(4)
+		row("restarted manager", fmt.Sprint(rs.Networks), fmt.Sprint(rs.Requests), fmt.Sprint(rs.PageSize))
 		flush()
 	}
 

@@ -33,13 +33,17 @@ type Backend interface {
 	// backend already holds a network for that UID (a previous attempt that
 	// crashed or timed out before its result was recorded) it creates only
 	// what is missing and returns what it holds, without changing what exists
-	// (compare CIDR and Gateway; see Ensure).
+	// (compare CIDR and Gateway; see Ensure). It looks for such a network
+	// itself: callers need no Get first.
 	Create(ctx context.Context, desired Network) (*Network, error)
 
-	// UpdateGateway sets the gateway of the subnet of the Network with this
-	// UID and returns the updated network, or an error wrapping ErrNotFound
-	// when there is no network or no subnet for the UID.
-	UpdateGateway(ctx context.Context, uid types.UID, gateway string) (*Network, error)
+	// UpdateGateway sets the gateway of the subnet of cur, the backend
+	// network as Get, Create or List returned it, and returns the updated
+	// network. cur.UID identifies it; a backend may act on cur's NetworkID,
+	// SubnetID and CIDR instead of searching again (Neutron does). It fails
+	// with an error wrapping ErrNotFound when there is no such network or
+	// subnet (any more).
+	UpdateGateway(ctx context.Context, cur Network, gateway string) (*Network, error)
 
 	// Delete deletes the backend network and subnet of n.UID. Deleting what
 	// does not exist succeeds. Only n.UID identifies what to delete;
@@ -115,6 +119,11 @@ type Error struct {
 	// overlapping CIDR. Transient errors (timeouts, refused connections, 5xx)
 	// are retried with backoff.
 	Permanent bool
+	// Down is true when the failure is the whole backend's, not this
+	// request's: unreachable, authentication refused, no usable endpoint.
+	// The controller then stops calling the backend for every Network and
+	// probes it alone, with backoff, until it answers again.
+	Down bool
 	// Err is the underlying error.
 	Err error
 }
@@ -136,6 +145,18 @@ func Transient(op, reason string, err error) error {
 // Permanent returns a permanent *Error with the given reason.
 func Permanent(op, reason string, err error) error {
 	return &Error{Op: op, Reason: reason, Permanent: true, Err: err}
+}
+
+// Down returns an *Error saying the whole backend is down (see Error.Down):
+// transient, with reason samplecrdv1.ReasonBackendUnavailable.
+func Down(op string, err error) error {
+	return &Error{Op: op, Reason: samplecrdv1.ReasonBackendUnavailable, Down: true, Err: err}
+}
+
+// IsDown reports whether err says the whole backend is down.
+func IsDown(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Down
 }
 
 // IsPermanent reports whether err is a permanent backend error: retrying
@@ -166,19 +187,18 @@ const (
 	ActionUpdated Action = "Updated"
 )
 
-// Ensure makes the backend hold desired: it creates the backend network when
-// it is missing (or completes it when its subnet is missing) and updates the
-// gateway when it differs. It fails with a permanent ReasonCIDRMismatch
-// error when the backend subnet has another CIDR (a subnet's CIDR cannot
-// change: the Network has to be recreated). It writes nothing when the
-// backend already matches.
-func Ensure(ctx context.Context, b Backend, desired Network) (*Network, Action, error) {
+// Ensure makes the backend hold desired, given cur, what the backend held
+// when last seen (a List or an earlier write), or nil when that is not
+// known: it creates the backend network when it is missing (or completes it
+// when its subnet is missing) and updates the gateway when it differs. It
+// fails with a permanent ReasonCIDRMismatch error when the backend subnet
+// has another CIDR (a subnet's CIDR cannot change: the Network has to be
+// recreated). It makes no backend call when cur already matches desired,
+// and never reads what it already knows.
+func Ensure(ctx context.Context, b Backend, desired Network, cur *Network) (*Network, Action, error) {
 	action := ActionNone
-	cur, err := b.Get(ctx, desired.UID)
-	if err != nil && !IsNotFound(err) {
-		return nil, action, err
-	}
-	if err != nil || cur.SubnetID == "" {
+	if cur == nil || cur.SubnetID == "" {
+		var err error
 		if cur, err = b.Create(ctx, desired); err != nil {
 			return nil, action, err
 		}
@@ -190,7 +210,8 @@ func Ensure(ctx context.Context, b Backend, desired Network) (*Network, Action, 
 			cur.SubnetID, cur.CIDR, desired.CIDR))
 	}
 	if !SameIP(cur.Gateway, desired.Gateway) {
-		if cur, err = b.UpdateGateway(ctx, desired.UID, desired.Gateway); err != nil {
+		var err error
+		if cur, err = b.UpdateGateway(ctx, *cur, desired.Gateway); err != nil {
 			return nil, action, err
 		}
 		if action == ActionNone {

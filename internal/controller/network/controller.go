@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
+	"github.com/kube-sample/controller-manager/internal/metrics"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	samplelisters "github.com/kube-sample/controller-manager/pkg/generated/listers/samplecrd/v1"
@@ -40,6 +42,15 @@ const (
 	ReasonUpdated = "BackendUpdated"
 	// ReasonDeleted (Normal): the backend network and subnet were deleted.
 	ReasonDeleted = "BackendDeleted"
+	// ReasonBackendDown (Warning): the whole backend failed (unreachable,
+	// credentials refused, no usable endpoint); every Network waits for it
+	// with Ready=False BackendUnavailable while one probe retries with
+	// backoff. Recorded once per outage, on the Network that found it.
+	ReasonBackendDown = "BackendDown"
+	// ReasonBackendUp (Normal): the backend answers again after being down;
+	// the Networks that waited are synced again. On the same Network as
+	// BackendDown.
+	ReasonBackendUp = "BackendUp"
 )
 
 // uidIndex indexes Networks by UID, for garbage collection.
@@ -56,6 +67,12 @@ type Options struct {
 	// that failed permanently (bad spec, backend rejected it): someone may
 	// have fixed the other side. 0 means 5 minutes.
 	PermanentRetry time.Duration
+	// BackendName names the backend in the network_backend_up metric.
+	BackendName string
+	// DownRetry is the first delay between probes of a backend that is
+	// down, doubled after each failed probe up to DownRetryMax. 0 means 1
+	// second and 1 minute.
+	DownRetry, DownRetryMax time.Duration
 }
 
 // Controller reconciles Networks into a Backend.
@@ -69,6 +86,12 @@ type Controller struct {
 	namespace string
 	opts      Options
 	fieldMgr  string
+
+	// known is the backend as last seen; state whether it answers.
+	known *known
+	state *backendState
+	// wake tells the scan loop that a sync found the backend down.
+	wake chan struct{}
 }
 
 // The shared Network informer, in every namespace.
@@ -85,6 +108,15 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	}
 	if opts.PermanentRetry <= 0 {
 		opts.PermanentRetry = 5 * time.Minute
+	}
+	if opts.DownRetry <= 0 {
+		opts.DownRetry = time.Second
+	}
+	if opts.DownRetryMax <= 0 {
+		opts.DownRetryMax = time.Minute
+	}
+	if opts.BackendName == "" {
+		opts.BackendName = "default"
 	}
 	if cctx.Discovery != nil {
 		if _, err := cctx.Discovery.ServerResourcesForGroupVersion(samplecrdv1.SchemeGroupVersion.String()); err != nil {
@@ -113,6 +145,9 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 		namespace: cctx.Namespace,
 		opts:      opts,
 		fieldMgr:  cctx.FieldManager,
+		known:     newKnown(),
+		state:     newBackendState(),
+		wake:      make(chan struct{}, 1),
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
 	// Resyncs are not queued: nothing changed in Kubernetes. Backend drift
@@ -121,18 +156,114 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	if err := c.AddEventHandler(informer.Informer(), c.Handler()); err != nil {
 		return nil, err
 	}
-	c.Background = c.collectGarbageEvery
+	c.Background = c.scanLoop
 	return c, nil
 }
 
-// collectGarbageEvery runs CollectGarbage at once and every GCInterval
-// until ctx ends.
-func (c *Controller) collectGarbageEvery(ctx context.Context) {
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := c.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Garbage collection of backend networks failed; will retry", "interval", c.opts.GCInterval)
+// scanLoop runs CollectGarbage at once, then every GCInterval while the
+// backend answers. While it does not (or before its first List), that scan
+// is the only call to the backend: it is retried with backoff, from
+// DownRetry to DownRetryMax, and its success brings every waiting Network
+// back. A List that failed otherwise is retried with the same backoff.
+func (c *Controller) scanLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	newBackoff := func() wait.Backoff {
+		return wait.Backoff{Duration: c.opts.DownRetry, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: c.opts.DownRetryMax}
+	}
+	backoff := newBackoff()
+	for {
+		err := c.CollectGarbage(ctx)
+		if ctx.Err() != nil {
+			return
 		}
-	}, c.opts.GCInterval)
+		delay := c.opts.GCInterval
+		var listErr *listError
+		switch {
+		case !c.state.isUp():
+			delay = backoff.Step()
+			logger.V(2).Info("The network backend is still down; probing again later", "after", delay, "err", err)
+		case errors.As(err, &listErr):
+			delay = backoff.Step()
+			logger.Error(err, "Listing the backend networks failed; Networks are looked up one by one until a List succeeds", "after", delay)
+		default:
+			backoff = newBackoff()
+			if err != nil {
+				logger.Error(err, "Garbage collection of backend networks failed; will retry", "interval", delay)
+			}
+		}
+		for waiting := true; waiting; {
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+				waiting = false
+			case <-c.wake:
+				// A sync found the backend down: probe it, alone, with
+				// backoff.
+				t.Stop()
+				delay = backoff.Step()
+			}
+		}
+	}
+}
+
+// backendDown records that err, a failure of the whole backend, happened
+// (while syncing obj, nil for the scan): on the change of state, one log
+// line, one Warning Event, the metric, and the scan loop told to probe.
+// It returns the state's message, the same for every Network.
+func (c *Controller) backendDown(ctx context.Context, obj *samplecrdv1.Network, err error) string {
+	var key cache.ObjectName
+	if obj != nil {
+		key = cache.MetaObjectToName(obj)
+	} else if objs, lerr := c.lister.List(labels.Everything()); lerr == nil && len(objs) > 0 {
+		obj = objs[0]
+	}
+	message := fmt.Sprintf("The network backend is down, every Network waits for it (probed with backoff): %v", err)
+	changed, message := c.state.down(key, obj, message)
+	if !changed {
+		return message
+	}
+	klog.FromContext(ctx).Error(err, "The network backend is down: no backend call for any Network until a probe succeeds",
+		"backend", c.opts.BackendName, "firstRetry", c.opts.DownRetry, "maxRetry", c.opts.DownRetryMax)
+	metrics.SetNetworkBackendUp(c.opts.BackendName, false)
+	if obj != nil {
+		c.recorder.Event(obj, corev1.EventTypeWarning, ReasonBackendDown, message)
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return message
+}
+
+// backendUp records a successful List: the Networks that waited are queued
+// again, and a recovery is reported once.
+func (c *Controller) backendUp(ctx context.Context) {
+	waiting, wasDown, obj := c.state.up()
+	for _, key := range waiting {
+		c.EnqueueKey(key)
+	}
+	// After the waiting keys are queued: a 1 then an empty queue mean
+	// everything that waited was synced.
+	metrics.SetNetworkBackendUp(c.opts.BackendName, true)
+	if !wasDown {
+		return
+	}
+	klog.FromContext(ctx).Info("The network backend answers again: syncing the Networks that waited", "backend", c.opts.BackendName, "waiting", len(waiting))
+	if obj != nil {
+		c.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonBackendUp, "The network backend answers again; %d Networks that waited for it are synced again", len(waiting))
+	}
+}
+
+// waitForBackend parks the Network of cached until the backend is up, with
+// the state's message (none before the first scan) in its Ready condition.
+func (c *Controller) waitForBackend(ctx context.Context, cached *samplecrdv1.Network, message string) error {
+	if message == "" {
+		return nil
+	}
+	return c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonBackendUnavailable, message, nil, false)
 }
 
 // The finalizer is added and removed by an update (finalize).
@@ -177,9 +308,19 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
+	if up, message := c.state.waitUnlessUp(key); !up {
+		return c.waitForBackend(ctx, cached, message)
+	}
 	desired := Desired(cached)
-	got, action, err := Ensure(ctx, c.backend, desired)
+	got, action, err := Ensure(ctx, c.backend, desired, c.known.get(cached.UID))
 	if err != nil {
+		if IsDown(err) {
+			return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
+		}
+		if IsNotFound(err) {
+			// What we knew is gone: look it up at the retry.
+			c.known.set(cached.UID, nil)
+		}
 		reason := Reason(err)
 		if IsPermanent(err) {
 			c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("The backend rejected the network: %v", err), got, true)
@@ -188,6 +329,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Backend not reachable, retrying: %v", err), got, false)
 		return fmt.Errorf("reconciling network %s into the backend: %w", key, err)
 	}
+	c.known.set(cached.UID, got)
 	switch action {
 	case ActionCreated:
 		logger.Info("Created backend network", "networkID", got.NetworkID, "subnetID", got.SubnetID, "cidr", got.CIDR, "gateway", got.Gateway)
@@ -207,7 +349,13 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	if up, message := c.state.waitUnlessUp(cache.MetaObjectToName(cached)); !up {
+		return c.waitForBackend(ctx, cached, message)
+	}
 	if err := c.backend.Delete(ctx, Desired(cached)); err != nil {
+		if IsDown(err) {
+			return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
+		}
 		reason := Reason(err)
 		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonDeleting,
 			fmt.Sprintf("Deleting the backend network failed (%s), retrying; the Network stays until it succeeds: %v", reason, err), nil, IsPermanent(err))
@@ -216,6 +364,7 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 		}
 		return fmt.Errorf("deleting the backend network of %s: %w", cache.MetaObjectToName(cached), err)
 	}
+	c.known.set(cached.UID, nil)
 	net := cached.DeepCopy()
 	net.Finalizers = slices.DeleteFunc(net.Finalizers, func(f string) bool { return f == Finalizer })
 	if _, err := c.client.SamplecrdV1().Networks(net.Namespace).Update(ctx, net, metav1.UpdateOptions{FieldManager: c.fieldMgr}); err != nil {
@@ -269,24 +418,40 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 	return nil
 }
 
-// CollectGarbage scans the backend once (one List): it deletes backend
-// networks marked as ours whose Network no longer exists (within this
-// controller's --namespace scope), and queues every Network whose backend
-// network is missing or differs from its spec (someone changed the backend
-// behind our back).
+// CollectGarbage scans the backend once (one List): it makes the List what
+// syncs compare Networks with, deletes backend networks marked as ours
+// whose Network no longer exists (within this controller's --namespace
+// scope), queues every Network whose backend network is missing or differs
+// from its spec (someone changed the backend behind our back), and, the
+// backend being up, the Networks that waited for it. A List failing because
+// the whole backend is down marks it down; failing otherwise, it still
+// marks the backend up (it answered), and syncs look Networks up one by one
+// until a List succeeds.
 func (c *Controller) CollectGarbage(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	mark := c.known.mark()
 	nets, err := c.backend.List(ctx)
 	if err != nil {
-		return fmt.Errorf("listing backend networks: %w", err)
-	}
-	inBackend := make(map[types.UID]Network, len(nets))
-	var errs []error
-	for _, n := range nets {
-		if c.namespace != "" && n.Namespace != c.namespace {
-			continue // another manager's scope
+		switch {
+		case ctx.Err() != nil:
+		case IsDown(err):
+			c.backendDown(ctx, nil, err)
+		default:
+			// The backend answers, this List failed: syncs go on without
+			// it (looking each Network up) until a List succeeds.
+			c.backendUp(ctx)
 		}
-		inBackend[n.UID] = n
+		return &listError{err: fmt.Errorf("listing backend networks: %w", err)}
+	}
+	var mine []Network
+	for _, n := range nets {
+		if c.namespace == "" || n.Namespace == c.namespace {
+			mine = append(mine, n) // else another manager's scope
+		}
+	}
+	inBackend := c.known.replace(mine, mark)
+	var errs []error
+	for _, n := range mine {
 		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) > 0 {
 			continue
 		}
@@ -301,6 +466,7 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("deleting orphaned backend network %s: %w", n, err))
 			continue
 		}
+		c.known.set(n.UID, nil)
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 	}
 
@@ -319,8 +485,15 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
 		c.EnqueueKey(cache.MetaObjectToName(obj))
 	}
+	c.backendUp(ctx)
 	return errors.Join(errs...)
 }
+
+// listError is the error of a scan whose List failed.
+type listError struct{ err error }
+
+func (e *listError) Error() string { return e.err.Error() }
+func (e *listError) Unwrap() error { return e.err }
 
 // Garbage collection re-reads a Network from the API server, not the cache,
 // before it deletes the backend network of one it believes gone.

@@ -30,6 +30,9 @@ func newFuzzController(tb testing.TB, b Backend) *Controller {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Loop.Queue.ShutDown)
+	// As after a first scan of an empty backend (no scan loop runs here).
+	c.known.replace(nil, c.known.mark())
+	c.state.up()
 	return c
 }
 

@@ -213,7 +213,8 @@ func (b *specBackend) Create(_ context.Context, d Network) (*Network, error) {
 	return &d, nil
 }
 
-func (b *specBackend) UpdateGateway(_ context.Context, uid types.UID, gateway string) (*Network, error) {
+func (b *specBackend) UpdateGateway(_ context.Context, cur Network, gateway string) (*Network, error) {
+	uid := cur.UID
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls["updateGateway"]++

@@ -36,8 +36,8 @@ func countLines(logs string, parts ...string) int {
 // while Neutron fails: 500s and 503s (on any request, on tagging a created
 // network, on creating a subnet), 2s per request, and down (connections
 // dropped) during deletes, when the finalizer must hold the Networks until
-// Neutron is back. Everything converges with no orphans and no network
-// created twice.
+// Neutron is back, the backend as a whole found down. Everything converges
+// with no orphans and no network created twice.
 func TestNeutronFaults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -90,16 +90,22 @@ func TestNeutronFaults(t *testing.T) {
 	cloud.SetLatency(0)
 
 	// Down during deletes: the finalizer holds each Network, Ready=False
-	// Deleting, retried, until Neutron is back.
-	cloud.SetDown(true)
+	// with the one backend-down message, until Neutron is back; the
+	// Networks are not retried one by one meanwhile.
+	retriedBefore := 0
 	deleted := []string{"net-001", "net-002", "net-010", "net-011"}
+	for _, name := range deleted {
+		retriedBefore += countLines(m.Logs(), "Error syncing", fmt.Sprintf("key=%q", ns+"/"+name))
+	}
+	cloud.SetDown(true)
+	downSince := m.CountLogs("The network backend is down")
 	for _, name := range deleted {
 		if err := sample.SamplecrdV1().Networks(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, name := range deleted {
-		framework.Eventually(t, neutronSettle, name+" held by its finalizer, retried", func(ctx context.Context) (bool, error) {
+		framework.Eventually(t, neutronSettle, name+" held by its finalizer, waiting for the backend", func(ctx context.Context) (bool, error) {
 			n, err := sample.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("%s deleted while Neutron is down: its backend network leaks", name)
@@ -108,9 +114,15 @@ func TestNeutronFaults(t *testing.T) {
 				return false, err
 			}
 			c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)
-			retries := countLines(m.Logs(), "Error syncing", fmt.Sprintf("key=%q", ns+"/"+name))
-			return c != nil && c.Reason == samplecrdv1.ReasonDeleting && retries >= 2, nil
+			return c != nil && c.Reason == samplecrdv1.ReasonBackendUnavailable && strings.Contains(c.Message, "backend is down"), nil
 		})
+	}
+	if n := m.CountLogs("The network backend is down") - downSince; n != 1 {
+		t.Errorf("Neutron down: %d 'backend is down' log lines, want 1", n)
+	}
+	retried := -retriedBefore
+	for _, name := range deleted {
+		retried += countLines(m.Logs(), "Error syncing", fmt.Sprintf("key=%q", ns+"/"+name))
 	}
 	dropped := cloud.Counts()
 	cloud.SetDown(false)
@@ -123,9 +135,9 @@ func TestNeutronFaults(t *testing.T) {
 	}
 	_, creates := cloud.state()()
 	most, total := maxCreates(creates)
-	t.Logf("counts: 12 Networks, 4 deleted; sync errors retried: %d (%d during the 500s); untagged networks adopted: %d; "+
+	t.Logf("counts: 12 Networks, 4 deleted; sync errors retried: %d (%d during the 500s, %d of the deleted while Neutron was down); untagged networks adopted: %d; "+
 		"converged in %v at 2s per request; deletes completed %v after Neutron came back; Neutron requests: %d; backend creates %d, at most %d per Network UID",
-		m.CountLogs("Error syncing"), errors500, adopted, slow.Round(time.Millisecond), time.Since(recovered).Round(time.Millisecond),
+		m.CountLogs("Error syncing"), errors500, retried, adopted, slow.Round(time.Millisecond), time.Since(recovered).Round(time.Millisecond),
 		sum(dropped), total, most)
 }
 

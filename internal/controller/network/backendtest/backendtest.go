@@ -247,7 +247,7 @@ func testCreateCompletes(t *testing.T, ctx context.Context, s Setup) {
 	// Ensure does the same from the partial state.
 	d2 := desired(2, "10.3.0.0/16", "10.3.0.1")
 	createInterrupted(t, ctx, s, d2)
-	got2, action, err := network.Ensure(ctx, s.Backend, d2)
+	got2, action, err := network.Ensure(ctx, s.Backend, d2, nil)
 	if err != nil || action != network.ActionCreated {
 		t.Fatalf("Ensure after an interrupted Create = %v, %q; want created", err, action)
 	}
@@ -258,7 +258,7 @@ func testUpdateGateway(t *testing.T, ctx context.Context, s Setup) {
 	d := desired(1, "10.4.0.0/16", "10.4.0.1")
 	created := mustCreate(t, ctx, s.Backend, d)
 	d.Gateway = "10.4.255.254"
-	got, err := s.Backend.UpdateGateway(ctx, d.UID, d.Gateway)
+	got, err := s.Backend.UpdateGateway(ctx, *created, d.Gateway)
 	if err != nil {
 		t.Fatalf("UpdateGateway: %v", err)
 	}
@@ -271,8 +271,8 @@ func testUpdateGateway(t *testing.T, ctx context.Context, s Setup) {
 	}
 	checkMatches(t, "Get after UpdateGateway", got, d)
 	before := writes(s)
-	if _, err := s.Backend.UpdateGateway(ctx, d.UID, d.Gateway); err != nil {
-		t.Fatalf("UpdateGateway to the same gateway: %v", err)
+	if _, err := s.Backend.UpdateGateway(ctx, network.Network{UID: d.UID}, d.Gateway); err != nil {
+		t.Fatalf("UpdateGateway (by UID alone) to the same gateway: %v", err)
 	}
 	if w := writes(s) - before; w != 0 {
 		t.Fatalf("UpdateGateway to the current gateway wrote %d times, want 0", w)
@@ -280,33 +280,48 @@ func testUpdateGateway(t *testing.T, ctx context.Context, s Setup) {
 }
 
 func testUpdateGatewayMissing(t *testing.T, ctx context.Context, s Setup) {
-	_, err := s.Backend.UpdateGateway(ctx, uuid.NewUUID(), "10.0.0.1")
+	_, err := s.Backend.UpdateGateway(ctx, network.Network{UID: uuid.NewUUID()}, "10.0.0.1")
 	if !network.IsNotFound(err) {
 		t.Fatalf("UpdateGateway of a missing network = %v, want ErrNotFound", err)
+	}
+	// By the IDs of a network deleted since: not found either.
+	d := desired(1, "10.4.0.0/16", "10.4.0.1")
+	created := mustCreate(t, ctx, s.Backend, d)
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Backend.UpdateGateway(ctx, *created, "10.4.0.2"); !network.IsNotFound(err) {
+		t.Fatalf("UpdateGateway by the IDs of a deleted network = %v, want ErrNotFound", err)
 	}
 }
 
 func testEnsure(t *testing.T, ctx context.Context, s Setup) {
 	d := desired(1, "10.5.0.0/16", "10.5.0.1")
-	got, action, err := network.Ensure(ctx, s.Backend, d)
+	got, action, err := network.Ensure(ctx, s.Backend, d, nil)
 	if err != nil || action != network.ActionCreated {
 		t.Fatalf("Ensure of a new network = %v, %q; want created", err, action)
 	}
 	checkMatches(t, "Ensure", got, d)
 	before := writes(s)
-	if _, action, err = network.Ensure(ctx, s.Backend, d); err != nil || action != network.ActionNone {
+	if _, action, err = network.Ensure(ctx, s.Backend, d, got); err != nil || action != network.ActionNone {
 		t.Fatalf("Ensure of an up-to-date network = %v, %q; want nothing done", err, action)
+	}
+	// Not knowing it (a crash before its result was recorded): found, not
+	// created again.
+	again, _, err := network.Ensure(ctx, s.Backend, d, nil)
+	if err != nil || again.NetworkID != got.NetworkID || again.SubnetID != got.SubnetID {
+		t.Fatalf("Ensure of an existing network not known = %+v, %v; want %+v", again, err, got)
 	}
 	if w := writes(s) - before; w != 0 {
 		t.Fatalf("Ensure of an up-to-date network wrote %d times, want 0", w)
 	}
 	d.Gateway = "10.5.0.254"
-	if got, action, err = network.Ensure(ctx, s.Backend, d); err != nil || action != network.ActionUpdated {
+	if got, action, err = network.Ensure(ctx, s.Backend, d, got); err != nil || action != network.ActionUpdated {
 		t.Fatalf("Ensure with a new gateway = %v, %q; want updated", err, action)
 	}
 	checkMatches(t, "Ensure with a new gateway", got, d)
 	d.CIDR, d.Gateway = "10.6.0.0/16", "10.6.0.1"
-	_, _, err = network.Ensure(ctx, s.Backend, d)
+	_, _, err = network.Ensure(ctx, s.Backend, d, got)
 	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonCIDRMismatch {
 		t.Fatalf("Ensure with another cidr = %v, want a permanent %s error", err, samplecrdv1.ReasonCIDRMismatch)
 	}
@@ -398,7 +413,7 @@ func testForeignUntouched(t *testing.T, ctx context.Context, s Setup) {
 
 	created := mustCreate(t, ctx, s.Backend, d)
 	checkMatches(t, "Create next to a foreign network of the same name", created, d)
-	if _, err := s.Backend.UpdateGateway(ctx, d.UID, "10.30.0.2"); err != nil {
+	if _, err := s.Backend.UpdateGateway(ctx, *created, "10.30.0.2"); err != nil {
 		t.Fatalf("UpdateGateway: %v", err)
 	}
 	if err := s.Backend.Delete(ctx, d); err != nil {
@@ -461,7 +476,7 @@ func testConcurrent(t *testing.T, ctx context.Context, s Setup) {
 		t.Fatalf("List after %d concurrent Creates = %d networks", n, len(uids))
 	}
 	run(func(d network.Network) error {
-		_, err := s.Backend.UpdateGateway(ctx, d.UID, d.Gateway[:len(d.Gateway)-1]+"2")
+		_, err := s.Backend.UpdateGateway(ctx, network.Network{UID: d.UID}, d.Gateway[:len(d.Gateway)-1]+"2")
 		return err
 	})
 	run(func(d network.Network) error { return s.Backend.Delete(ctx, d) })

@@ -289,14 +289,17 @@ func (b *Backend) checkOverlap(cidr string) error {
 }
 
 // UpdateGateway implements network.Backend.
-func (b *Backend) UpdateGateway(ctx context.Context, uid types.UID, gateway string) (*network.Network, error) {
+// Like Neutron acting on cur's IDs, it fails with network.ErrNotFound when
+// cur's subnet is gone, even if the UID has another one by now.
+func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gateway string) (*network.Network, error) {
+	uid := cur.UID
 	if err := b.begin(ctx, OpUpdateGateway, uid); err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	o := b.lookup(uid)
-	if o == nil || o.SubnetID == "" {
+	if o == nil || o.SubnetID == "" || (cur.SubnetID != "" && cur.SubnetID != o.SubnetID) {
 		return nil, fmt.Errorf("update gateway: subnet for uid %s: %w", uid, network.ErrNotFound)
 	}
 	if err := samplecrdv1.ValidateSpec(samplecrdv1.NetworkSpec{CIDR: o.CIDR, Gateway: gateway}); err != nil {

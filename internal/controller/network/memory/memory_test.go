@@ -73,10 +73,10 @@ func TestStats(t *testing.T) {
 	if _, err := b.Create(ctx, example); err != nil { // idempotent: no write
 		t.Fatal(err)
 	}
-	if _, err := b.UpdateGateway(ctx, example.UID, "192.168.0.254"); err != nil {
+	if _, err := b.UpdateGateway(ctx, network.Network{UID: example.UID}, "192.168.0.254"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.UpdateGateway(ctx, example.UID, "192.168.0.254"); err != nil { // unchanged: no write
+	if _, err := b.UpdateGateway(ctx, network.Network{UID: example.UID}, "192.168.0.254"); err != nil { // unchanged: no write
 		t.Fatal(err)
 	}
 	if _, err := b.Get(ctx, example.UID); err != nil {
@@ -200,7 +200,7 @@ func TestInvalidSpec(t *testing.T) {
 	if _, err := b.Create(ctx, example); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.UpdateGateway(ctx, example.UID, "fd00::1"); !network.IsPermanent(err) {
+	if _, err := b.UpdateGateway(ctx, network.Network{UID: example.UID}, "fd00::1"); !network.IsPermanent(err) {
 		t.Fatalf("UpdateGateway to another family = %v, want a permanent error", err)
 	}
 }
@@ -214,7 +214,7 @@ func TestLogs(t *testing.T) {
 	if _, err := b.Create(ctx, example); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.UpdateGateway(ctx, example.UID, "192.168.0.254"); err != nil {
+	if _, err := b.UpdateGateway(ctx, network.Network{UID: example.UID}, "192.168.0.254"); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Delete(ctx, example); err != nil {

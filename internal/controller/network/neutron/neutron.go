@@ -3,11 +3,14 @@
 //
 // Both are named k8s-<namespace>-<name> so an operator recognises them, and
 // marked as ours with Neutron tags: k8s-network-uid=<the Network's UID> and
-// managed-by=<Options.ManagedBy>. Every lookup filters by these tags, so the
-// backend never reads, changes or deletes what it did not create. Their
-// description names the Network too; it lets a create that was interrupted
-// between creating an object and tagging it be found and completed instead
-// of duplicated.
+// managed-by=<Options.ManagedBy>. Their description names the Network, its
+// UID and the managed-by value. Every lookup filters by the tags (List, by
+// the managed-by tag) or by that description (Create), and only what
+// carries both tags, or carries no tags and that description (a create
+// interrupted between creating an object and tagging it, found and
+// completed instead of duplicated), is used: the backend never reads,
+// changes or deletes what it did not create. Neutron takes no tags in a
+// network's or a subnet's POST, hence the tagging after each.
 //
 // The backend authenticates with Keystone v3 (password or application
 // credential; see ConfigFromEnv for the OS_CLOUD / OS_* configuration), takes
@@ -21,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -52,6 +56,9 @@ const (
 
 	// DefaultRequestTimeout bounds each backend call (all its requests).
 	DefaultRequestTimeout = 30 * time.Second
+	// DefaultPageSize is how many networks (or subnets) one request of List
+	// asks for.
+	DefaultPageSize = 500
 
 	maxNameLength = 255 // Neutron's limit on names and descriptions
 )
@@ -89,6 +96,9 @@ type Options struct {
 	// RequestTimeout bounds each backend call (default
 	// DefaultRequestTimeout).
 	RequestTimeout time.Duration
+	// PageSize is the page size of List's paginated requests (default
+	// DefaultPageSize).
+	PageSize int
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 }
@@ -98,6 +108,7 @@ type Backend struct {
 	client    *gophercloud.ServiceClient
 	managedBy string
 	timeout   time.Duration
+	pageSize  int
 	// projectID is the project the token is scoped to. Every lookup is
 	// limited to it: an admin's token sees every project's networks, and
 	// another project's network is never ours, whatever its tags say.
@@ -110,7 +121,10 @@ var _ network.Backend = (*Backend)(nil)
 // authenticates to Keystone v3 (failing fast on bad credentials or an
 // unreachable Keystone) and finds the network endpoint in the catalog.
 func New(ctx context.Context, opts Options) (*Backend, error) {
-	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout}
+	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize}
+	if b.pageSize <= 0 {
+		b.pageSize = DefaultPageSize
+	}
 	if b.managedBy == "" {
 		b.managedBy = network.ManagedBy
 	}
@@ -227,6 +241,11 @@ func (b *Backend) tags(uid types.UID) []string {
 	return []string{b.uidTag(uid), b.managedTag()}
 }
 func (b *Backend) ownerTags(uid types.UID) string { return b.uidTag(uid) + "," + b.managedTag() }
+
+// owns reports whether tags mark an object as uid's and ours.
+func (b *Backend) owns(tags []string, uid types.UID) bool {
+	return slices.Contains(tags, b.uidTag(uid)) && slices.Contains(tags, b.managedTag())
+}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -354,7 +373,7 @@ func (b *Backend) findNetworks(ctx context.Context, uid types.UID) ([]networks.N
 // adopt) untagged with the description of n.
 func (b *Backend) pickSubnet(subs []subnets.Subnet, n network.Network, adopt bool) (*subnets.Subnet, bool) {
 	for i := range subs {
-		if slices.Contains(subs[i].Tags, b.uidTag(n.UID)) && slices.Contains(subs[i].Tags, b.managedTag()) {
+		if b.owns(subs[i].Tags, n.UID) {
 			return &subs[i], false
 		}
 	}
@@ -442,22 +461,27 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	}
 	name, desc := displayName(desired.Namespace, desired.Name), b.description(desired)
 
-	// The network: ours by tag, or one whose tagging was interrupted.
-	nets, err := b.findNetworks(ctx, desired.UID)
+	// One lookup finds what an earlier attempt left, if anything: our
+	// network (its description names the UID), or one whose create was
+	// interrupted before it was tagged (Neutron takes no tags in a network's
+	// POST). Networks that existed before the controller started are known
+	// from its List, whatever happened to their descriptions since.
+	found, err := b.listNetworks(ctx, networks.ListOpts{Description: desc})
 	if err != nil {
 		return nil, err
 	}
+	slices.SortStableFunc(found, func(x, y networks.Network) int { return x.CreatedAt.Compare(y.CreatedAt) })
 	var net *networks.Network
-	if len(nets) > 0 {
-		net = &nets[0]
-	} else {
-		untagged, err := b.listNetworks(ctx, networks.ListOpts{Name: name, Description: desc})
-		if err != nil {
-			return nil, err
+	for i := range found {
+		if b.owns(found[i].Tags, desired.UID) {
+			net = &found[i]
+			break
 		}
-		for i := range untagged {
-			if uidFromTags(untagged[i].Tags) == "" {
-				net = &untagged[i]
+	}
+	if net == nil {
+		for i := range found {
+			if uidFromTags(found[i].Tags) == "" {
+				net = &found[i]
 				logger.Info("Adopting a Neutron network whose create was interrupted before it was tagged", "networkID", net.ID)
 				break
 			}
@@ -475,12 +499,17 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 		}
 	}
 
-	// The subnet.
-	subs, err := b.listSubnets(ctx, subnets.ListOpts{NetworkID: net.ID})
-	if err != nil {
-		return nil, err
+	// The subnet. A network lists its subnets' IDs: one with none (always
+	// so for a network just created) needs no lookup.
+	var sub *subnets.Subnet
+	adopted := false
+	if len(net.Subnets) > 0 {
+		subs, err := b.listSubnets(ctx, subnets.ListOpts{NetworkID: net.ID})
+		if err != nil {
+			return nil, err
+		}
+		sub, adopted = b.pickSubnet(subs, desired, true)
 	}
-	sub, adopted := b.pickSubnet(subs, desired, true)
 	if sub == nil {
 		version := gophercloud.IPv4
 		if prefix.Addr().Is6() {
@@ -504,37 +533,42 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	return toNetwork(net, sub), nil
 }
 
-// UpdateGateway implements network.Backend.
-func (b *Backend) UpdateGateway(ctx context.Context, uid types.UID, gateway string) (*network.Network, error) {
+// UpdateGateway implements network.Backend: one request when cur carries
+// the subnet's ID and CIDR (as Create, Get and List return it).
+func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gateway string) (*network.Network, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	n, s, err := b.get(ctx, uid)
-	if err != nil {
-		return nil, err
+	if cur.SubnetID == "" || cur.NetworkID == "" || cur.CIDR == "" {
+		n, s, err := b.get(ctx, cur.UID)
+		if err != nil {
+			return nil, err
+		}
+		if s == nil {
+			return nil, fmt.Errorf("update gateway: subnet of neutron network %s: %w", n.ID, network.ErrNotFound)
+		}
+		cur = *toNetwork(n, s)
 	}
-	if s == nil {
-		return nil, fmt.Errorf("update gateway: subnet of neutron network %s: %w", n.ID, network.ErrNotFound)
+	if network.SameIP(cur.Gateway, gateway) {
+		return &cur, nil
 	}
-	if network.SameIP(s.GatewayIP, gateway) {
-		return toNetwork(n, s), nil
-	}
-	old := s.GatewayIP
 	gw := gateway
 	// Neutron refuses a gateway inside an allocation pool, and a subnet
 	// created without pools has every address but the gateway in one: the
 	// pools move with the gateway, to what Neutron gives a subnet created
 	// with the new gateway.
-	pools, err := allocationPools(s.CIDR, gateway)
+	pools, err := allocationPools(cur.CIDR, gateway)
 	if err != nil {
 		return nil, network.Permanent("update gateway of subnet", samplecrdv1.ReasonBackendRejected, err)
 	}
-	s, err = subnets.Update(ctx, b.client, s.ID, subnets.UpdateOpts{GatewayIP: &gw, AllocationPools: pools}).Extract()
+	s, err := subnets.Update(ctx, b.client, cur.SubnetID, subnets.UpdateOpts{GatewayIP: &gw, AllocationPools: pools}).Extract()
 	if err != nil {
-		return nil, classify("update gateway of subnet", err)
+		return nil, classify("update gateway of subnet "+cur.SubnetID, err)
 	}
-	klog.FromContext(ctx).Info("Updated Neutron subnet gateway", "uid", uid, "networkID", n.ID, "subnetID", s.ID,
-		"oldGateway", old, "gateway", s.GatewayIP)
-	return toNetwork(n, s), nil
+	klog.FromContext(ctx).Info("Updated Neutron subnet gateway", "uid", cur.UID, "networkID", cur.NetworkID, "subnetID", s.ID,
+		"oldGateway", cur.Gateway, "gateway", s.GatewayIP)
+	out := cur
+	out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
+	return &out, nil
 }
 
 // Delete implements network.Backend.
@@ -595,17 +629,22 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 	return nil
 }
 
-// List implements network.Backend.
+// List implements network.Backend: two paginated lists filtered by the
+// managed-by tag, networks and subnets, whatever the number of Networks.
 func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	nets, err := b.listNetworks(ctx, networks.ListOpts{Tags: b.managedTag()})
+	nets, err := b.listNetworks(ctx, networks.ListOpts{Tags: b.managedTag(), Limit: b.pageSize})
 	if err != nil {
 		return nil, err
 	}
-	subs, err := b.listSubnets(ctx, subnets.ListOpts{Tags: b.managedTag()})
+	subs, err := b.listSubnets(ctx, subnets.ListOpts{Tags: b.managedTag(), Limit: b.pageSize})
 	if err != nil {
 		return nil, err
+	}
+	byNetwork := make(map[string][]*subnets.Subnet, len(subs))
+	for j := range subs {
+		byNetwork[subs[j].NetworkID] = append(byNetwork[subs[j].NetworkID], &subs[j])
 	}
 	out := make([]network.Network, 0, len(nets))
 	for i := range nets {
@@ -614,9 +653,9 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 			continue
 		}
 		var sub *subnets.Subnet
-		for j := range subs {
-			if subs[j].NetworkID == nets[i].ID && slices.Contains(subs[j].Tags, b.uidTag(uid)) {
-				sub = &subs[j]
+		for _, s := range byNetwork[nets[i].ID] {
+			if slices.Contains(s.Tags, b.uidTag(uid)) {
+				sub = s
 				break
 			}
 		}
@@ -629,10 +668,11 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 
 // classifyList classifies the error of a list request. A collection is
 // never "not found": a 404 there means the endpoint is not Neutron's
-// (a wrong catalog entry or endpoint override), which retrying cannot fix.
+// (a wrong catalog entry or endpoint override): the whole backend is
+// unusable until an operator fixes it.
 func classifyList(op string, err error) error {
 	if code, ok := statusCode(err); ok && code == http.StatusNotFound {
-		return network.Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+		return network.Down(op, fmt.Errorf(
 			"%w (a list answered 404: is the service catalog's network endpoint Neutron's?)", describe(err)))
 	}
 	return classify(op, err)
@@ -651,25 +691,38 @@ func classify(op string, err error) error {
 		reauth = *reauthPtr
 		fallthrough
 	case errors.As(err, &reauth):
-		inner := classify(op, reauth.ErrReauth)
+		// Keystone refused the credentials or could not be reached: no
+		// request to Neutron can succeed until that changes.
+		var inner error = describe(reauth.ErrReauth)
 		var e *network.Error
-		if errors.As(inner, &e) {
-			return &network.Error{Op: op, Reason: e.Reason, Permanent: e.Permanent,
-				Err: fmt.Errorf("re-authenticating to Keystone after the token expired: %w", e.Err)}
+		if errors.As(classify(op, reauth.ErrReauth), &e) {
+			inner = e.Err
 		}
-		return inner
+		return network.Down(op, fmt.Errorf("re-authenticating to Keystone after the token expired: %w", inner))
 	}
 
 	code, ok := statusCode(err)
 	if !ok {
-		// Connection refused or reset, timeouts, cancelled contexts, bad
-		// responses: all worth retrying.
-		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, describe(err))
+		var opErr *net.OpError
+		dial := errors.As(err, &opErr) && opErr.Op == "dial"
+		if !dial && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The caller gave up (shutdown), or an answer was slow (a
+			// busy Neutron): this request's failure, retried on its own.
+			return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, err)
+		}
+		// No connection (refused, unreachable, timed out), or one reset or
+		// closed without an answer: Neutron (or the way to it) is down.
+		return network.Down(op, describe(err))
 	}
 	msg := describe(err)
 	switch {
 	case code == http.StatusNotFound:
 		return fmt.Errorf("%s: %w: %w", op, network.ErrNotFound, msg)
+	case code == http.StatusUnauthorized || code == http.StatusBadGateway ||
+		code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
+		// Credentials refused even after re-authenticating, or nothing
+		// behind the endpoint answers: the whole backend's failure.
+		return network.Down(op, msg)
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, msg)
 	case code == http.StatusConflict && neutronType(err) == "OverQuota":
@@ -681,7 +734,7 @@ func classify(op string, err error) error {
 		return network.Transient(op, samplecrdv1.ReasonBackendInUse, msg)
 	case strings.Contains(msg.Error(), "overlaps with"):
 		return network.Permanent(op, samplecrdv1.ReasonCIDROverlap, msg)
-	default: // 400, 401 (after re-authentication), 403, 409, ...
+	default: // 400, 403, 409, ...
 		return network.Permanent(op, samplecrdv1.ReasonBackendRejected, msg)
 	}
 }

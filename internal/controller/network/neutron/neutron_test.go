@@ -139,10 +139,11 @@ func TestGatewayChangeInsideThePool(t *testing.T) {
 	} {
 		d := example()
 		d.CIDR, d.Gateway = tc.cidr, tc.gateway
-		if _, err := b.Create(ctx, d); err != nil {
+		created, err := b.Create(ctx, d)
+		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := b.UpdateGateway(ctx, d.UID, tc.next)
+		got, err := b.UpdateGateway(ctx, *created, tc.next)
 		if err != nil {
 			t.Fatalf("%s: moving the gateway from %s to %s: %v", tc.cidr, tc.gateway, tc.next, err)
 		}
@@ -166,22 +167,31 @@ func TestGatewayChangeInsideThePool(t *testing.T) {
 func TestServerErrorsAreTransient(t *testing.T) {
 	ctx, cloud, proxy, b := proxied(t, neutron.Options{})
 	ex := example()
-	for _, status := range []int{500, 502, 503, 504, 429} {
-		proxy.FailNext(1, status)
+	// A request's failure is retried for its Network alone; a gateway's or
+	// an unavailable service's is the whole backend's.
+	for _, status := range []struct {
+		code int
+		down bool
+	}{{500, false}, {429, false}, {502, true}, {503, true}, {504, true}} {
+		proxy.FailNext(1, status.code)
 		_, err := b.Get(ctx, ex.UID)
 		if err == nil || network.IsPermanent(err) || network.IsNotFound(err) || network.Reason(err) != samplecrdv1.ReasonBackendUnavailable {
-			t.Fatalf("Get with a %d = %v, want a transient %s error", status, err, samplecrdv1.ReasonBackendUnavailable)
+			t.Fatalf("Get with a %d = %v, want a transient %s error", status.code, err, samplecrdv1.ReasonBackendUnavailable)
 		}
-		if !strings.Contains(err.Error(), fmt.Sprint(status)) {
-			t.Errorf("error %q does not mention the status %d", err, status)
+		if network.IsDown(err) != status.down {
+			t.Errorf("Get with a %d: backend down = %v, want %v", status.code, network.IsDown(err), status.down)
+		}
+		if !strings.Contains(err.Error(), fmt.Sprint(status.code)) {
+			t.Errorf("error %q does not mention the status %d", err, status.code)
 		}
 	}
 
-	// A 404 to a list is a wrong endpoint, never "no network": permanent,
-	// and not ErrNotFound (which would make the controller create).
+	// A 404 to a list is a wrong endpoint, never "no network": the whole
+	// backend is unusable, and not ErrNotFound (which would make the
+	// controller create).
 	proxy.FailRoute("GET /v2.0/networks", http.StatusNotFound, 1)
-	if _, err := b.Get(ctx, ex.UID); network.IsNotFound(err) || !network.IsPermanent(err) || !strings.Contains(err.Error(), "endpoint") {
-		t.Fatalf("Get with a 404 to the list = %v, want a permanent error about the endpoint", err)
+	if _, err := b.Get(ctx, ex.UID); network.IsNotFound(err) || !network.IsDown(err) || !strings.Contains(err.Error(), "endpoint") {
+		t.Fatalf("Get with a 404 to the list = %v, want a backend-down error about the endpoint", err)
 	}
 
 	// A 5xx half-way through a create, then a retry: one network, no duplicate.
@@ -220,11 +230,15 @@ func TestReauthenticatesWhenTheTokenExpires(t *testing.T) {
 		t.Fatalf("authenticated %d times, want 2 (once more after the expiry)", c)
 	}
 
-	// Keystone failing during re-authentication: transient.
-	proxy.FailRoute("GET /v2.0/networks", http.StatusUnauthorized, 1)
-	proxy.FailRoute("POST /v3/auth/tokens", http.StatusServiceUnavailable, 1)
-	if _, err := b.Get(ctx, ex.UID); err == nil || network.IsPermanent(err) {
-		t.Fatalf("Get while Keystone fails = %v, want a transient error", err)
+	// Keystone failing or refusing the credentials during
+	// re-authentication: transient, and the whole backend's.
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusUnauthorized} {
+		proxy.FailRoute("GET /v2.0/networks", http.StatusUnauthorized, 1)
+		proxy.FailRoute("POST /v3/auth/tokens", status, 1)
+		_, err := b.Get(ctx, ex.UID)
+		if err == nil || network.IsPermanent(err) || !network.IsDown(err) || !strings.Contains(err.Error(), "re-authenticating to Keystone") {
+			t.Fatalf("Get while Keystone answers %d = %v, want a transient backend-down error naming Keystone", status, err)
+		}
 	}
 	if _, err := b.Get(ctx, ex.UID); err != nil {
 		t.Fatalf("Get once Keystone is back: %v", err)
@@ -369,13 +383,20 @@ func TestDownIsTransient(t *testing.T) {
 		func() error { return b.Delete(ctx, ex) },
 		func() error { _, err := b.List(ctx); return err },
 	} {
-		if err := call(); err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendUnavailable {
-			t.Fatalf("call while the server is down = %v, want a transient %s error", err, samplecrdv1.ReasonBackendUnavailable)
+		if err := call(); err == nil || network.IsPermanent(err) || !network.IsDown(err) || network.Reason(err) != samplecrdv1.ReasonBackendUnavailable {
+			t.Fatalf("call while the server is down = %v, want a transient backend-down %s error", err, samplecrdv1.ReasonBackendUnavailable)
 		}
 	}
 	proxy.SetDown(false)
 	if _, err := b.Create(ctx, ex); err != nil {
 		t.Fatalf("Create once the server is back: %v", err)
+	}
+
+	// Nothing listening where Neutron should be: connections refused.
+	cloud := neutrontest.Get(t)
+	nowhere := cloud.Backend(t, neutron.Options{Endpoint: "http://127.0.0.1:1/"})
+	if _, err := nowhere.List(ctx); !network.IsDown(err) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("List with Neutron unreachable = %v, want a backend-down error saying the connection was refused", err)
 	}
 }
 
@@ -389,8 +410,8 @@ func TestLatencyAndTimeout(t *testing.T) {
 	proxy.SetLatency(time.Minute)
 	start := time.Now()
 	_, err := b.Get(ctx, ex.UID)
-	if err == nil || network.IsPermanent(err) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Get slower than the timeout = %v, want a transient deadline error", err)
+	if err == nil || network.IsPermanent(err) || !errors.Is(err, context.DeadlineExceeded) || network.IsDown(err) {
+		t.Fatalf("Get slower than the timeout = %v, want a transient deadline error of this request (not the backend down)", err)
 	}
 	if d := time.Since(start); d > 45*time.Second {
 		t.Fatalf("Get took %v despite the 15s timeout", d)
@@ -503,7 +524,7 @@ func TestAdminCredentialsStayInTheirProject(t *testing.T) {
 	if _, err := asAdmin.Get(ctx, ex.UID); !network.IsNotFound(err) {
 		t.Fatalf("admin Get = %v, want not found", err)
 	}
-	if _, err := asAdmin.UpdateGateway(ctx, ex.UID, "192.168.0.9"); !network.IsNotFound(err) {
+	if _, err := asAdmin.UpdateGateway(ctx, network.Network{UID: ex.UID}, "192.168.0.9"); !network.IsNotFound(err) {
 		t.Fatalf("admin UpdateGateway = %v, want not found", err)
 	}
 	if err := asAdmin.Delete(ctx, ex); err != nil {

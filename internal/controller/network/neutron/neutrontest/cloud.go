@@ -167,18 +167,30 @@ func (c *Cloud) Member(t testing.TB) *gophercloud.ServiceClient {
 // client returns the (shared, authenticated once) network client of env's user.
 func (c *Cloud) client(t testing.TB, env map[string]string) *gophercloud.ServiceClient {
 	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sc := c.clients[env["OS_USERNAME"]]; sc != nil {
-		return sc
-	}
-	sc, err := NewClient(env)
+	sc, err := c.sharedClient(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clients[env["OS_USERNAME"]] = sc
 	return sc
 }
+
+// sharedClient returns the network client of env's user, made once.
+func (c *Cloud) sharedClient(env map[string]string) (*gophercloud.ServiceClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sc := c.clients[env["OS_USERNAME"]]; sc != nil {
+		return sc, nil
+	}
+	sc, err := NewClient(env)
+	if err != nil {
+		return nil, err
+	}
+	c.clients[env["OS_USERNAME"]] = sc
+	return sc, nil
+}
+
+// adminClient is Admin for callers that are not tests.
+func (c *Cloud) adminClient() (*gophercloud.ServiceClient, error) { return c.sharedClient(c.adminEnv) }
 
 // NewClient returns a new network client authenticated as env's user, for
 // callers that are not tests (the bench).

@@ -1,0 +1,74 @@
+package network
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestKnownReplaceKeepsWhatWasSetSinceTheListStarted(t *testing.T) {
+	k := newKnown()
+	k.set("old", &Network{UID: "old", NetworkID: "n-old"})
+	k.set("gone", &Network{UID: "gone", NetworkID: "n-gone"})
+	mark := k.mark()
+	// While the List runs: a create and a delete of the controller's own.
+	k.set("new", &Network{UID: "new", NetworkID: "n-new"})
+	k.set("deleted", nil)
+	got := k.replace([]Network{{UID: "old", NetworkID: "n-old2"}, {UID: "deleted", NetworkID: "n-deleted"}}, mark)
+
+	for _, tc := range []struct {
+		name string
+		uid  types.UID
+		want string // network ID, "" for none
+	}{
+		{"what the List returns replaces what was known before it", "old", "n-old2"},
+		{"what the List does not return is gone", "gone", ""},
+		{"a create during the List is kept", "new", "n-new"},
+		{"a delete during the List is not undone by it", "deleted", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := k.get(tc.uid)
+			id := ""
+			if n != nil {
+				id = n.NetworkID
+			}
+			if id != tc.want {
+				t.Errorf("get(%s) = %q, want %q", tc.uid, id, tc.want)
+			}
+			if m, ok := got[tc.uid]; ok != (tc.want != "") || m.NetworkID != tc.want {
+				t.Errorf("replace's result for %s = %+v, %v; want %q", tc.uid, m, ok, tc.want)
+			}
+		})
+	}
+}
+
+func TestBackendStateWaitersComeBackOnce(t *testing.T) {
+	s := newBackendState()
+	a, b := cache.ObjectName{Namespace: "ns", Name: "a"}, cache.ObjectName{Namespace: "ns", Name: "b"}
+	if up, msg := s.waitUnlessUp(a); up || msg != "" {
+		t.Fatalf("before the first List: up=%v message=%q, want waiting without a message", up, msg)
+	}
+	if changed, msg := s.down(b, nil, "first"); !changed || msg != "first" {
+		t.Fatalf("first failure: changed=%v message=%q", changed, msg)
+	}
+	if changed, msg := s.down(b, nil, "second"); changed || msg != "first" {
+		t.Fatalf("second failure: changed=%v message=%q, want no change and the first message", changed, msg)
+	}
+	if up, msg := s.waitUnlessUp(a); up || msg != "first" {
+		t.Fatalf("while down: up=%v message=%q", up, msg)
+	}
+	waiting, wasDown, _ := s.up()
+	slices.SortFunc(waiting, func(x, y cache.ObjectName) int { return strings.Compare(x.Name, y.Name) })
+	if !wasDown || !slices.Equal(waiting, []cache.ObjectName{a, b}) {
+		t.Fatalf("up: waiting=%v wasDown=%v, want [a b] true", waiting, wasDown)
+	}
+	if waiting, wasDown, _ := s.up(); wasDown || len(waiting) != 0 {
+		t.Fatalf("up again: waiting=%v wasDown=%v, want nothing", waiting, wasDown)
+	}
+	if up, _ := s.waitUnlessUp(a); !up {
+		t.Fatal("up: a sync still waits")
+	}
+}
