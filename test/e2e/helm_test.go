@@ -496,16 +496,8 @@ func restoreKustomizeDeployment(t *testing.T, h *helm) {
 		t.Errorf("restoring config/default: namespace %s still terminating: %v", managerNamespace, err)
 		return
 	}
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	cmd := exec.Command("make", "deploy", "IMG="+img)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testNode.Kubeconfig())
-	if err := cmd.Run(); err != nil {
-		t.Errorf("restoring config/default: make deploy: %v", err)
+	if err := makeDeploy(""); err != nil {
+		t.Errorf("restoring config/default: %v", err)
 		return
 	}
 	if err := waitRollout(ctx); err != nil {

@@ -13,8 +13,9 @@ import (
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 )
 
-// SeedService is the ingress-manager seed's my-nginx Service, named name
-// (its app label and selector follow), in ns, with annotations.
+// SeedService returns a Service shaped like the ingress-manager's documented
+// example my-nginx (port 80, selector app=<name>), named name, in ns, with
+// annotations: the tests' Service whose Ingress the docs describe.
 func SeedService(ns, name string, annotations map[string]string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}, Annotations: annotations},
