@@ -35,13 +35,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
@@ -96,7 +97,7 @@ type Config struct {
 	// neutron phase's restart (0: none).
 	NeutronRestartNetworks int
 	OpenStackDir           string
-	// Skip names phases not to run: "ingress-manager", "steady", "routable", "httproute", "network", "neutron".
+	// Skip names phases not to run: "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
@@ -179,6 +180,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if cfg.N < 1 {
 		return nil, fmt.Errorf("n must be at least 1, got %d", cfg.N)
 	}
+	// envtest logs through controller-runtime's logger, which otherwise
+	// complains on stderr that it was never set.
+	ctrllog.SetLogger(logr.Discard())
 	r := &run{cfg: &cfg, res: newResult(cfg)}
 	res = r.res
 	cpu0 := sampleCPU()
@@ -231,6 +235,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		{"manager at N=0", r.startEmpty},
 		{"limit", r.limit},
 		{"ingress-manager", r.ingressManager},
+		{"peer", r.peerPhase},
 		{"httproute", r.httpRoutePhase},
 		{"network", r.network},
 		{"neutron", r.neutronPhase},
@@ -269,76 +274,81 @@ func (r *run) buildManager(ctx context.Context) error {
 		r.managerBin = r.cfg.ManagerBinary
 		return nil
 	}
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return err
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	r.managerBin = filepath.Join(r.tmp, "controller-manager")
-	args := append([]string{"build"}, r.cfg.BuildFlags...)
-	args = append(args, "-o", r.managerBin, "./cmd/controller-manager")
-	r.cfg.logf("building the manager: go %s", strings.Join(args, " "))
-	buildCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(buildCtx, goBin, args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building controller-manager: %w\n%s", err, out)
-	}
-	return nil
+	return r.goBuild(ctx, r.managerBin, "./cmd/controller-manager")
 }
 
 // startControlPlane starts etcd and kube-apiserver with the project's CRDs
 // and writes an admin kubeconfig for the manager process.
 func (r *run) startControlPlane(ctx context.Context) error {
-	env, err := framework.Environment()
+	cp, err := r.freshControlPlane(ctx, "kubeconfig")
+	if cp != nil {
+		r.env, r.envStarted = cp.env, true
+	}
 	if err != nil {
 		return err
+	}
+	r.kubeconfig, r.admin, r.client = cp.kubeconfig, cp.admin, cp.client
+	v, err := r.client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the API server version: %w", err)
+	}
+	r.res.Versions.KubeAPIServer = v.GitVersion
+	r.res.Versions.Etcd = etcdVersion(ctx, filepath.Join(cp.env.BinaryAssetsDirectory, "etcd"))
+	return nil
+}
+
+// controlPlane is a running etcd and kube-apiserver of the benchmark.
+type controlPlane struct {
+	env *envtest.Environment
+	// kubeconfig is the path of an admin kubeconfig for processes.
+	kubeconfig string
+	admin      *rest.Config // protobuf, no client-side limit
+	client     kubernetes.Interface
+}
+
+// freshControlPlane starts etcd and kube-apiserver with the project's CRDs,
+// writes an admin kubeconfig for processes to <tmp>/<kubeconfig> and
+// creates the benchmark's namespaces. When the control plane started, it
+// is returned (to be stopped) also with an error.
+func (r *run) freshControlPlane(ctx context.Context, kubeconfig string) (*controlPlane, error) {
+	env, err := framework.Environment()
+	if err != nil {
+		return nil, err
 	}
 	// The harness deletes all N Ingresses in one deletecollection, which
 	// outlasts the API server's default one-minute request timeout at large
 	// N on a slow machine; a request still in flight at the phase's own
 	// deadline is cut off by the harness.
 	env.ControlPlane.GetAPIServer().Configure().Set("request-timeout", r.cfg.phaseTimeout().String())
-	r.env = env
 	r.cfg.logf("starting etcd and kube-apiserver")
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
-		return fmt.Errorf("starting the control plane: %w", err)
+		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
-	r.envStarted = true
+	cp := &controlPlane{env: env, admin: directConfig(cfg)}
 	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return fmt.Errorf("adding the manager's user: %w", err)
+		return cp, fmt.Errorf("adding the manager's user: %w", err)
 	}
 	kc, err := user.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("writing the manager's kubeconfig: %w", err)
+		return cp, fmt.Errorf("writing the manager's kubeconfig: %w", err)
 	}
-	r.kubeconfig = filepath.Join(r.tmp, "kubeconfig")
-	if err := os.WriteFile(r.kubeconfig, kc, 0o600); err != nil {
-		return err
+	cp.kubeconfig = filepath.Join(r.tmp, kubeconfig)
+	if err := os.WriteFile(cp.kubeconfig, kc, 0o600); err != nil {
+		return cp, err
 	}
-	r.admin = directConfig(cfg)
-	if r.client, err = kubernetes.NewForConfig(r.admin); err != nil {
-		return err
+	if cp.client, err = kubernetes.NewForConfig(cp.admin); err != nil {
+		return cp, err
 	}
-	v, err := r.client.Discovery().ServerVersion()
-	if err != nil {
-		return fmt.Errorf("reading the API server version: %w", err)
-	}
-	r.res.Versions.KubeAPIServer = v.GitVersion
-	r.res.Versions.Etcd = etcdVersion(ctx, filepath.Join(env.BinaryAssetsDirectory, "etcd"))
 	for _, ns := range []string{limitNamespace, benchNamespace} {
-		if err := createNamespace(ctx, r.client, ns); err != nil {
-			return err
+		if err := createNamespace(ctx, cp.client, ns); err != nil {
+			return cp, err
 		}
 	}
-	return nil
+	return cp, nil
 }
 
 // counts reads the API server's request counters and the control plane's CPU.

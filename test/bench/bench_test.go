@@ -85,7 +85,7 @@ func TestSmoke(t *testing.T) {
 	for _, s := range res.Steps {
 		steps = append(steps, s.Name+" "+s.Outcome)
 	}
-	if want := []string{"manager at N=0 done", "limit done", "ingress-manager done", "httproute done", "network done", "neutron skipped"}; !slices.Equal(steps, want) {
+	if want := []string{"manager at N=0 done", "limit done", "ingress-manager done", "peer done", "httproute done", "network done", "neutron skipped"}; !slices.Equal(steps, want) {
 		t.Errorf("steps = %q, want %q", steps, want)
 	}
 
@@ -149,6 +149,18 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("httproute = %+v, want a direct create rate and a cold phase with at least %d HTTPRoute creates and no Ingress write", rt, n)
 	}
 
+	if len(res.Peer) != 2 {
+		t.Errorf("peer = %+v, want ingress-manager and its controller-runtime peer", res.Peer)
+	}
+	for _, c := range res.Peer {
+		// Each contender writes every Ingress once at least; ours exactly
+		// once (the peer may retry a create its cache did not show yet).
+		if !(c.L > 0) || !(c.FirstSeconds > 0) || c.ColdSeconds < c.FirstSeconds || c.PeakRSS <= 0 || !(c.CPUSeconds > 0) ||
+			c.IngressWrites["POST"] < n || (c.Name == contenderOurs && c.WritesPerObject != 1) {
+			t.Errorf("contender %+v, want a positive L, first and cold times, peak RSS and CPU, and at least %d Ingress creates (exactly for ours)", c, n)
+		}
+	}
+
 	mem := res.Memory
 	for name, h := range map[string]Heap{"N=0": mem.Empty, "Services": mem.Services, "full": mem.Full} {
 		if h.PeakRSS <= 0 || h.RSS <= 0 || h.HeapLive <= 0 || h.HeapInuse <= 0 || h.HeapAlloc <= 0 {
@@ -186,7 +198,7 @@ func TestSmoke(t *testing.T) {
 	}
 	var table bytes.Buffer
 	res.WriteTable(&table)
-	for _, want := range []string{"**L** (best)", "cold", "steady state", "per cached Service", "Networks/s", "target"} {
+	for _, want := range []string{"**L** (best)", "cold", "steady state", "per cached Service", "controller-runtime peer", "Networks/s", "target"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 )
@@ -106,9 +107,14 @@ func (r *run) ingressManager(ctx context.Context) (err error) {
 // createServices creates count benchmark Services (the harness's writes, at
 // concurrency 64).
 func (r *run) createServices(ctx context.Context, count int, name func(int) string, annotated bool) error {
+	return r.createServicesWith(ctx, r.client, count, name, annotated)
+}
+
+// createServicesWith is createServices with client.
+func (r *run) createServicesWith(ctx context.Context, client kubernetes.Interface, count int, name func(int) string, annotated bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
 	defer cancel()
-	svcs := r.client.CoreV1().Services(benchNamespace)
+	svcs := client.CoreV1().Services(benchNamespace)
 	if _, err := parallel(ctx, count, 64, func(ctx context.Context, i int) error {
 		_, err := svcs.Create(ctx, benchService(benchNamespace, name(i), annotated), metav1.CreateOptions{})
 		return err

@@ -40,6 +40,11 @@ func freePort() (int, error) {
 // benchmark namespace, serving metrics and health on free loopback ports;
 // its output goes to <tmp>/<name>.log.
 func (r *run) startManager(name string, extra ...string) (*managerProcess, error) {
+	return r.startManagerOn(r.kubeconfig, name, extra...)
+}
+
+// startManagerOn is startManager against the cluster of kubeconfig.
+func (r *run) startManagerOn(kubeconfig, name string, extra ...string) (*managerProcess, error) {
 	mp, err := freePort()
 	if err != nil {
 		return nil, err
@@ -49,7 +54,7 @@ func (r *run) startManager(name string, extra ...string) (*managerProcess, error
 		return nil, err
 	}
 	args := []string{
-		"--kubeconfig=" + r.kubeconfig,
+		"--kubeconfig=" + kubeconfig,
 		"--controllers=ingress-manager",
 		"--namespace=" + benchNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mp),
@@ -58,27 +63,35 @@ func (r *run) startManager(name string, extra ...string) (*managerProcess, error
 	}
 	args = append(args, r.cfg.ManagerArgs...)
 	args = append(args, extra...)
+	return r.startProcess(name, r.managerBin, args,
+		fmt.Sprintf("http://127.0.0.1:%d/metrics", mp), fmt.Sprintf("http://127.0.0.1:%d/readyz", hp))
+}
+
+// startProcess starts bin with args, its output going to <tmp>/<name>.log;
+// metricsURL and readyURL are where it serves /metrics and /readyz ("":
+// none).
+func (r *run) startProcess(name, bin string, args []string, metricsURL, readyURL string) (*managerProcess, error) {
 	p := &managerProcess{
 		name:       name,
 		logPath:    filepath.Join(r.tmp, name+".log"),
-		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mp),
-		readyURL:   fmt.Sprintf("http://127.0.0.1:%d/readyz", hp),
+		metricsURL: metricsURL,
+		readyURL:   readyURL,
 		exited:     make(chan struct{}),
 	}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(r.managerBin, args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	// Own process group (a terminal's Ctrl-C reaches the harness, which
-	// stops the manager itself); killed if the harness dies.
+	// stops the process itself); killed if the harness dies.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	r.cfg.logf("starting manager %s: %s", name, strings.Join(args[1:], " "))
+	r.cfg.logf("starting %s: %s %s", name, filepath.Base(bin), strings.Join(args, " "))
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("starting the manager: %w", err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	go func() {
 		p.waitErr = p.cmd.Wait()

@@ -62,7 +62,7 @@ func run() int {
 	flag.IntVar(&cfg.NeutronNetworks, "neutron-networks", cfg.NeutronNetworks, "Networks per neutron case (real Neutron of TEST_OPENSTACK_DIR; `make bench` starts one); 0 skips the phase.")
 	flag.IntVar(&cfg.NeutronRestartNetworks, "neutron-restart-networks", cfg.NeutronRestartNetworks, "Converged Networks of the neutron phase's restart; 0 skips it.")
 	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
-	skip := flag.String("skip", "", "Comma-separated phases not to run: ingress-manager, steady, routable, httproute, network, neutron (for quick tuning runs).")
+	skip := flag.String("skip", "", "Comma-separated phases not to run: ingress-manager, steady, routable, peer, httproute, network, neutron (for quick tuning runs).")
 	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -97,10 +97,10 @@ func run() int {
 	for _, s := range strings.Split(*skip, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "":
-		case "ingress-manager", "steady", "routable", "httproute", "network", "neutron":
+		case "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron":
 			cfg.Skip[s] = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (ingress-manager, steady, routable, httproute, network, neutron)\n", s)
+			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (ingress-manager, steady, routable, peer, httproute, network, neutron)\n", s)
 			return 2
 		}
 	}

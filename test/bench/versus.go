@@ -1,0 +1,248 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/procfs"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// Contender is one controller of the peer phase: its cold start on a fresh
+// control plane of its own.
+type Contender struct {
+	Name string `json:"name"`
+	// L is that control plane's direct create rate (Ingresses/s at
+	// concurrency 64), measured just before.
+	L float64 `json:"l"`
+	// FirstSeconds is the time from the process's start to the first
+	// Ingress seen by the watcher; ColdSeconds to the N-th.
+	FirstSeconds float64 `json:"first_seconds"`
+	ColdSeconds  float64 `json:"cold_seconds"`
+	// Ratio is ColdSeconds / (N/L).
+	Ratio float64 `json:"ratio"`
+	// PeakRSS is the process's VmHWM once the API server's write counters
+	// settled after convergence; CPUSeconds its user+system CPU until then.
+	PeakRSS    int64   `json:"peak_rss_bytes"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// IngressWrites by verb, and their total per Service.
+	IngressWrites   map[string]int64 `json:"ingress_writes"`
+	WritesPerObject float64          `json:"writes_per_object"`
+}
+
+// peerSource is the controller-runtime peer's package.
+const peerSource = "./test/bench/crpeer"
+
+// Contender names.
+const (
+	contenderOurs = "controller-manager"
+	contenderPeer = "controller-runtime peer"
+)
+
+// peerPhase runs the cold start of ingress-manager (the real binary, as in
+// the ingress-manager phase) and of its controller-runtime peer
+// (test/bench/crpeer), each alone on a fresh control plane of its own: N/L
+// of that control plane, N annotated Services, then the controller starts;
+// cold is until the independent watcher sees the N owned Ingresses.
+func (r *run) peerPhase(ctx context.Context) error {
+	peerBin := filepath.Join(r.tmp, "crpeer")
+	if err := r.goBuild(ctx, peerBin, peerSource); err != nil {
+		return err
+	}
+	for _, name := range []string{contenderOurs, contenderPeer} {
+		c, err := r.contend(ctx, name, peerBin)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		r.res.Peer = append(r.res.Peer, *c)
+		r.cfg.logf("%s: cold %.2fs (%.2f x N/L, L %.0f/s; first Ingress %.2fs), peak RSS %s, CPU %.2fs, %.2f Ingress writes/object",
+			c.Name, c.ColdSeconds, c.Ratio, c.L, c.FirstSeconds, mib(c.PeakRSS), c.CPUSeconds, c.WritesPerObject)
+	}
+	return nil
+}
+
+func (r *run) contend(ctx context.Context, name, peerBin string) (c *Contender, err error) {
+	n := r.cfg.N
+	ctx, cancel := context.WithTimeout(ctx, 4*r.cfg.phaseTimeout())
+	defer cancel()
+	c = &Contender{Name: name}
+	cp, err := r.freshControlPlane(ctx, fmt.Sprintf("kubeconfig-contender-%d", len(r.res.Peer)))
+	if cp != nil {
+		defer func() {
+			if stopErr := cp.env.Stop(); stopErr != nil && err == nil {
+				err = fmt.Errorf("stopping the control plane: %w", stopErr)
+			}
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.L, err = r.createRate(ctx, cp.client, n); err != nil {
+		return nil, err
+	}
+	if err := r.createServicesWith(ctx, cp.client, n, mainName, true); err != nil {
+		return nil, err
+	}
+	w, err := newWatcher(cp.client, benchNamespace)
+	if err != nil {
+		return nil, err
+	}
+	defer w.shutdown()
+	if err := w.start(ctx); err != nil {
+		return nil, err
+	}
+	counts := func() (requestCounts, error) {
+		etcd := ""
+		if u := cp.env.ControlPlane.Etcd.URL; u != nil {
+			etcd = u.String() + "/metrics"
+		}
+		return apiRequests(ctx, cp.client.CoreV1().RESTClient(), etcd)
+	}
+	before, err := counts()
+	if err != nil {
+		return nil, err
+	}
+
+	var p *managerProcess
+	if name == contenderOurs {
+		p, err = r.startManagerOn(cp.kubeconfig, "cold-"+name)
+	} else {
+		var port int
+		if port, err = freePort(); err == nil {
+			p, err = r.startProcess("cold-crpeer", peerBin, []string{
+				"--kubeconfig=" + cp.kubeconfig,
+				"--namespace=" + benchNamespace,
+				fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port),
+			}, "", "")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if stopErr := p.stop(stopTimeout); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	first, err := w.waitFor(ctx, "an owned Ingress", func(w *watcher) bool { return len(w.owned) > 0 })
+	if err != nil {
+		return nil, errors.Join(err, p.errIfExited())
+	}
+	done, err := w.waitFor(ctx, fmt.Sprintf("%d owned Ingresses", n), func(w *watcher) bool { return len(w.owned) == n })
+	if err != nil {
+		return nil, errors.Join(err, p.errIfExited())
+	}
+	c.FirstSeconds = first.Sub(p.started).Seconds()
+	c.ColdSeconds = done.Sub(p.started).Seconds()
+	c.Ratio = c.ColdSeconds / (float64(n) / c.L)
+
+	// The writes settle (nothing more to do), then the process's figures.
+	after, err := before, nil
+	for {
+		if err := sleep(ctx, r.cfg.Settle); err != nil {
+			return nil, fmt.Errorf("API writes did not settle: %w", err)
+		}
+		prev := after
+		if after, err = counts(); err != nil {
+			return nil, err
+		}
+		if writesButLeases(after.diff(prev)) == 0 {
+			break
+		}
+	}
+	if err := p.errIfExited(); err != nil {
+		return nil, err
+	}
+	if c.PeakRSS, _, err = processMemory(p.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	if c.CPUSeconds, err = processCPU(p.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	c.IngressWrites = after.diff(before).byVerb("ingresses")
+	var total int64
+	for _, v := range c.IngressWrites {
+		total += v
+	}
+	c.WritesPerObject = float64(total) / float64(n)
+	return c, nil
+}
+
+// createRate is the direct create rate of n Ingresses like the controller's
+// at concurrency 64 (the limit phase's best concurrency on 2 cores), with
+// them watched meanwhile as in the limit phase; they are deleted after.
+func (r *run) createRate(ctx context.Context, client kubernetes.Interface, n int) (float64, error) {
+	b, err := ingressmanager.NewBuilder(ingressmanager.Config{FieldManager: "bench"})
+	if err != nil {
+		return 0, err
+	}
+	lw, err := newWatcher(client, limitNamespace)
+	if err != nil {
+		return 0, err
+	}
+	defer lw.shutdown()
+	if err := lw.start(ctx); err != nil {
+		return 0, err
+	}
+	ings := client.NetworkingV1().Ingresses(limitNamespace)
+	took, err := parallel(ctx, n, 64, func(ctx context.Context, i int) error {
+		ing, err := desiredIngress(b, limitNamespace, fmt.Sprintf("lim-%06d", i))
+		if err != nil {
+			return err
+		}
+		_, err = ings.Create(ctx, ing, metav1.CreateOptions{FieldManager: "bench"})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("creating ingresses: %w", err)
+	}
+	if err := ings.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return 0, fmt.Errorf("deleting ingresses: %w", err)
+	}
+	return float64(n) / took.Seconds(), nil
+}
+
+// processCPU is pid's user+system CPU time in seconds.
+func processCPU(pid int) (float64, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.CPUTime(), nil
+}
+
+// goBuild builds the package pkg of the repository into out.
+func (r *run) goBuild(ctx context.Context, out, pkg string) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	args := append([]string{"build"}, r.cfg.BuildFlags...)
+	args = append(args, "-o", out, pkg)
+	r.cfg.logf("building %s: go %v", pkg, args)
+	buildCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(buildCtx, goBin, args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w\n%s", pkg, err, out)
+	}
+	return nil
+}
