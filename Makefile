@@ -84,8 +84,9 @@ manifests: ## Regenerate the CRD (config/crd) and the ClusterRole (config/rbac/r
 	hack/update-codegen.sh manifests
 
 .PHONY: generate
-generate: ## Regenerate clientset, listers, informers, deepcopy, the CRD and the ClusterRole.
+generate: ## Regenerate clientset, listers, informers, deepcopy, the CRD, the ClusterRole, and ingress-manager's schema subset (hack/schemagen).
 	hack/update-codegen.sh
+	$(GO) run ./hack/schemagen
 
 .PHONY: docs
 docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC) and docs/benchmarks.md (from bench-results/) with hack/docgen.
@@ -96,6 +97,7 @@ verify: ## Check formatting, vet, generated code, generated docs, and the Helm c
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	@if [[ -x hack/verify-codegen.sh ]]; then hack/verify-codegen.sh; fi
+	$(GO) run ./hack/schemagen -verify
 	GO=$(GO) hack/verify-docs.sh
 	GO=$(GO) hack/verify-chart.sh
 

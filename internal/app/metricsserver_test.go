@@ -9,88 +9,70 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2/ktesting"
 )
 
-type authnFunc func(*http.Request) (*authenticator.Response, bool, error)
-
-func (f authnFunc) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
-	return f(r)
-}
-
-type authzFunc func(authorizer.Attributes) (authorizer.Decision, string, error)
-
-func (f authzFunc) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	return f(a)
-}
-
 // TestAuthFilter covers the filter's answers; the real TokenReview and
 // SubjectAccessReview are exercised in test/integration/metrics.
 func TestAuthFilter(t *testing.T) {
-	alice := &authenticator.Response{User: &user.DefaultInfo{Name: "alice"}}
-	var seen authorizer.Attributes
+	alice := &authenticationv1.UserInfo{Username: "alice"}
+	authenticated := func(*http.Request) (*authenticationv1.UserInfo, error) { return alice, nil }
+	type authz = func(string, string) (bool, string, error)
+	var seenVerb, seenPath string
 	for _, tc := range []struct {
 		name     string
 		method   string
-		authn    authnFunc
-		authz    authzFunc
+		authn    authenticateFunc
+		authz    authz
 		wantCode int
 		wantBody string
 	}{
 		{"no credentials are unauthorized", http.MethodGet,
-			func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, nil }, nil,
+			func(*http.Request) (*authenticationv1.UserInfo, error) { return nil, errNoBearerToken }, nil,
 			http.StatusUnauthorized, "Unauthorized"},
 		{"a rejected token is unauthorized, not a server error", http.MethodGet,
-			func(*http.Request) (*authenticator.Response, bool, error) {
-				return nil, false, errors.New("invalid bearer token")
+			func(*http.Request) (*authenticationv1.UserInfo, error) {
+				return nil, errors.New("invalid bearer token")
 			}, nil,
 			http.StatusUnauthorized, "Unauthorized"},
-		{"an authenticated user without access is forbidden", http.MethodGet,
-			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
-			func(authorizer.Attributes) (authorizer.Decision, string, error) {
-				return authorizer.DecisionNoOpinion, "no RBAC rule", nil
-			},
+		{"an authenticated user without access is forbidden", http.MethodGet, authenticated,
+			func(string, string) (bool, string, error) { return false, "no RBAC rule", nil },
 			http.StatusForbidden, `user "alice" may not get /metrics`},
-		{"an explicit deny is forbidden", http.MethodGet,
-			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
-			func(authorizer.Attributes) (authorizer.Decision, string, error) {
-				return authorizer.DecisionDeny, "denied", nil
-			},
-			http.StatusForbidden, "Forbidden"},
-		{"a failed authorization is a server error", http.MethodGet,
-			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
-			func(authorizer.Attributes) (authorizer.Decision, string, error) {
-				return authorizer.DecisionNoOpinion, "", errors.New("API server unreachable")
-			},
+		{"a failed authorization is a server error", http.MethodGet, authenticated,
+			func(string, string) (bool, string, error) { return false, "", errors.New("API server unreachable") },
 			http.StatusInternalServerError, "authorization failed"},
-		{"an authorized user gets the handler", http.MethodGet,
-			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
-			func(a authorizer.Attributes) (authorizer.Decision, string, error) {
-				seen = a
-				return authorizer.DecisionAllow, "", nil
+		{"an authorized user gets the handler", http.MethodGet, authenticated,
+			func(verb, path string) (bool, string, error) {
+				seenVerb, seenPath = verb, path
+				return true, "", nil
 			},
 			http.StatusOK, "metrics"},
-		{"the verb is the lowercased method", http.MethodHead,
-			func(*http.Request) (*authenticator.Response, bool, error) { return alice, true, nil },
-			func(a authorizer.Attributes) (authorizer.Decision, string, error) {
-				if a.GetVerb() != "head" {
-					return authorizer.DecisionDeny, "", nil
-				}
-				return authorizer.DecisionAllow, "", nil
-			},
+		{"the verb is the lowercased method", http.MethodHead, authenticated,
+			func(verb, _ string) (bool, string, error) { return verb == "head", "", nil },
 			http.StatusOK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := authFilter(ktesting.NewLogger(t, ktesting.NewConfig()), tc.authn, tc.authz,
+			authorize := func(_ context.Context, u *authenticationv1.UserInfo, verb, path string) (bool, string, error) {
+				if u != alice {
+					t.Errorf("authorizing %+v, want alice", u)
+				}
+				return tc.authz(verb, path)
+			}
+			h := authFilter(ktesting.NewLogger(t, ktesting.NewConfig()), tc.authn, authorize,
 				http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "metrics") }))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(tc.method, "/metrics", nil))
@@ -99,8 +81,110 @@ func TestAuthFilter(t *testing.T) {
 			}
 		})
 	}
-	if seen == nil || seen.IsResourceRequest() || seen.GetPath() != "/metrics" || seen.GetVerb() != "get" || seen.GetUser().GetName() != "alice" {
-		t.Errorf("authorized attributes = %+v, want a non-resource get /metrics by alice", seen)
+	if seenVerb != "get" || seenPath != "/metrics" {
+		t.Errorf("authorized %q %q, want get /metrics", seenVerb, seenPath)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	for header, want := range map[string]string{
+		"":                     "",
+		"Bearer":               "",
+		"Bearer ":              "",
+		"Basic dXNlcjpwdw==":   "",
+		"Bearer abc":           "abc",
+		"bearer abc":           "abc",
+		"  BEARER abc  ":       "abc",
+		"Bearer abc extra":     "abc",
+		"Bearer  double-space": "",
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		got, ok := bearerToken(r)
+		if got != want || ok != (want != "") {
+			t.Errorf("bearerToken(%q) = %q, %v; want %q", header, got, ok, want)
+		}
+	}
+}
+
+// TestReviewerCaching: answers are kept (denials too, for less time), a
+// failed review is not, and a review the API server failed is retried.
+// The reviews' real answers are covered in test/integration/metrics.
+func TestReviewerCaching(t *testing.T) {
+	client := fake.NewClientset()
+	var tokenReviews, sars int
+	failNext := 0
+	client.PrependReactor("create", "tokenreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		tokenReviews++
+		if failNext > 0 {
+			failNext--
+			return true, nil, apierrors.NewServiceUnavailable("etcd down")
+		}
+		tr := a.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+		if strings.HasPrefix(tr.Spec.Token, "good") {
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
+				Username: "alice", UID: "1", Groups: []string{"g"}, Extra: map[string]authenticationv1.ExtraValue{"k": {"v"}}}}
+		} else {
+			tr.Status = authenticationv1.TokenReviewStatus{Error: "token expired"}
+		}
+		return true, tr, nil
+	})
+	client.PrependReactor("create", "subjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		sars++
+		sar := a.(clienttesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		if sar.Spec.User != "alice" || sar.Spec.UID != "1" || !slices.Equal(sar.Spec.Groups, []string{"g"}) || sar.Spec.Extra["k"][0] != "v" ||
+			sar.Spec.NonResourceAttributes == nil || sar.Spec.ResourceAttributes != nil {
+			t.Errorf("SubjectAccessReview spec %+v, want alice's user, UID, groups and extra, and a non-resource URL", sar.Spec)
+		}
+		sar.Status.Allowed = sar.Spec.NonResourceAttributes.Path == "/metrics"
+		return true, sar, nil
+	})
+	rv := &reviewer{
+		tokens: client.AuthenticationV1().TokenReviews(),
+		access: client.AuthorizationV1().SubjectAccessReviews(),
+		authn:  utilcache.NewLRUExpireCache(authCacheSize),
+		authz:  utilcache.NewLRUExpireCache(authCacheSize),
+	}
+	req := func(token string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		return r
+	}
+
+	for range 3 {
+		if u, err := rv.authenticate(req("good")); err != nil || u.Username != "alice" {
+			t.Fatalf("authenticate(good) = %+v, %v", u, err)
+		}
+		if u, err := rv.authenticate(req("stale")); u != nil || err == nil || !strings.Contains(err.Error(), "token expired") {
+			t.Fatalf("authenticate(stale) = %+v, %v; want the API server's error", u, err)
+		}
+	}
+	if tokenReviews != 2 {
+		t.Errorf("%d TokenReviews for 3 rounds of two tokens, want 2 (both answers cached)", tokenReviews)
+	}
+
+	// A review the API server fails is retried, and its failure not kept.
+	failNext = 1
+	if u, err := rv.authenticate(req("good-2")); err != nil || u == nil {
+		t.Fatalf("authenticate with one 503 first = %+v, %v; want a retry that succeeds", u, err)
+	}
+	if tokenReviews != 4 {
+		t.Errorf("%d TokenReviews, want 4 (one 503 retried)", tokenReviews)
+	}
+
+	alice, _ := rv.authenticate(req("good"))
+	for range 3 {
+		if ok, _, err := rv.authorize(context.Background(), alice, "get", "/metrics"); !ok || err != nil {
+			t.Fatalf("authorize get /metrics = %v, %v", ok, err)
+		}
+		if ok, _, err := rv.authorize(context.Background(), alice, "get", "/debug"); ok || err != nil {
+			t.Fatalf("authorize get /debug = %v, %v; want denied", ok, err)
+		}
+	}
+	if sars != 2 {
+		t.Errorf("%d SubjectAccessReviews for 3 rounds of two paths, want 2 (both answers cached)", sars)
 	}
 }
 
@@ -135,6 +219,7 @@ func TestServingCertificateReloads(t *testing.T) {
 		return c.Leaf.DNSNames[0], nil
 	}
 
+	certReloadInterval = 20 * time.Millisecond
 	write("first.example")
 	_, tctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(tctx)

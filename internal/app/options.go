@@ -147,7 +147,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs = fss.FlagSet("ingress-manager")
 	fs.StringVar(&o.IngressHostTemplate, "ingress-host-template", o.IngressHostTemplate,
-		"Go template of the Ingress rule host for Services without the ingress/host annotation; it sees .Name and .Namespace of the Service, e.g. '{{.Name}}.{{.Namespace}}.apps.example.com'.")
+		"Template of the Ingress rule host for Services without the ingress/host annotation: text with {{.Name}} and {{.Namespace}} of the Service (Go template syntax, no functions or control structures), e.g. '{{.Name}}.{{.Namespace}}.apps.example.com'.")
 	fs.StringVar(&o.IngressClass, "ingress-class", o.IngressClass,
 		"spec.ingressClassName of Ingresses whose Service has no ingress/class annotation. Empty means none (the cluster's default IngressClass).")
 	fs.StringVar(&o.IngressGateway, "ingress-gateway", o.IngressGateway,

@@ -25,7 +25,7 @@ type Base struct {
 	Background func(ctx context.Context)
 
 	logger klog.Logger
-	synced []cache.InformerSynced
+	synced []cache.DoneChecker
 }
 
 // NewBase returns the Base of the controller name, whose Loop syncs keys
@@ -52,13 +52,13 @@ func (b *Base) AddEventHandler(informer cache.SharedIndexInformer, h cache.Resou
 		// case before the factory started.
 		return fmt.Errorf("%s: adding an event handler: %w", b.Loop.Name, err)
 	}
-	b.synced = append(b.synced, reg.HasSynced)
+	b.synced = append(b.synced, reg.HasSyncedChecker())
 	return nil
 }
 
 // WaitFor adds a condition HasSynced (and so Run, before it starts the
 // workers) waits for, besides the event handlers' initial lists.
-func (b *Base) WaitFor(synced cache.InformerSynced) { b.synced = append(b.synced, synced) }
+func (b *Base) WaitFor(done cache.DoneChecker) { b.synced = append(b.synced, done) }
 
 // Name implements Interface.
 func (b *Base) Name() string { return b.Loop.Name }
@@ -66,7 +66,7 @@ func (b *Base) Name() string { return b.Loop.Name }
 // HasSynced implements Interface.
 func (b *Base) HasSynced() bool {
 	for _, synced := range b.synced {
-		if !synced() {
+		if !cache.IsDone(synced) {
 			return false
 		}
 	}
@@ -80,10 +80,14 @@ func (b *Base) Run(ctx context.Context, workers int) {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting controller")
 	defer logger.Info("Stopped controller")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, b.synced...) {
+	// Channels, not a 100ms poll: the workers start the moment the last
+	// cache is in.
+	if !cache.WaitFor(klog.NewContext(ctx, logger.V(2)), "caches to sync", b.synced...) {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Unable to sync caches")
 		b.Loop.Queue.ShutDown()
 		return
 	}
+	logger.Info("Caches are synced")
 	var wg sync.WaitGroup
 	if b.Background != nil {
 		wg.Go(func() { b.Background(ctx) })

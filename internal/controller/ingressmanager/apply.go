@@ -47,7 +47,7 @@ func ingressWriter(client kubernetes.Interface, fieldManager string, recorder re
 	ingresses := func(namespace string) typedClient[*networkingv1.Ingress] {
 		return client.NetworkingV1().Ingresses(namespace)
 	}
-	return newWriter("Ingress", writeReasons{ReasonIngressCreated, ReasonIngressUpdated, ReasonIngressDeleted, ReasonIngressExists}, ingresses, fieldManager, recorder, networkingv1ac.Ingress, networkingv1ac.ExtractIngress,
+	return newWriter("Ingress", writeReasons{ReasonIngressCreated, ReasonIngressUpdated, ReasonIngressDeleted, ReasonIngressExists}, ingresses, fieldManager, recorder, networkingv1ac.Ingress, extractIngress,
 		func(ac *networkingv1ac.IngressApplyConfiguration) { ac.Status = nil })
 }
 

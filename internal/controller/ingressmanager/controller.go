@@ -135,6 +135,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		transform: cctx.Transform,
 		interval:  interval,
 		handler:   owned,
+		knownCh:   make(chan struct{}),
 	}
 	if err := c.AddEventHandler(svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.Enqueue,
@@ -149,7 +150,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	// Workers wait until it is known whether HTTPRoutes are served (and if
 	// so, for their cache): a restart must not take "not looked yet" for
 	// "not installed" and make Ingresses for Services on a Gateway.
-	c.WaitFor(c.gateway.known.Load)
+	c.WaitFor(c.gateway)
 	return c, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -74,8 +73,8 @@ const (
 const (
 	// ReasonInvalidHost: ingress/host is not a DNS name or *.wildcard.
 	ReasonInvalidHost = "InvalidHost"
-	// ReasonInvalidHostTemplate: --ingress-host-template does not execute
-	// into a valid host for this Service.
+	// ReasonInvalidHostTemplate: --ingress-host-template does not render a
+	// valid host for this Service.
 	ReasonInvalidHostTemplate = "InvalidHostTemplate"
 	// ReasonInvalidPath: ingress/path does not start with "/" or has
 	// characters the path type does not allow.
@@ -168,9 +167,9 @@ func Enabled(svc *corev1.Service) bool {
 
 // Config configures a Builder; it mirrors the controller's flags.
 type Config struct {
-	// HostTemplate is the Go text/template (--ingress-host-template) rendering
-	// the rule host of Services without ingress/host. It sees .Name and
-	// .Namespace of the Service. Empty means DefaultHostTemplate.
+	// HostTemplate (--ingress-host-template) renders the rule host of
+	// Services without ingress/host: text with {{.Name}} and {{.Namespace}}
+	// of the Service, in Go template syntax. Empty means DefaultHostTemplate.
 	HostTemplate string
 	// IngressClass (--ingress-class) is the spec.ingressClassName of Services
 	// without ingress/class. Empty means none.
@@ -197,7 +196,7 @@ type Config struct {
 // concurrent use.
 type Builder struct {
 	hostTemplateText string
-	hostTemplate     *template.Template
+	hostTemplate     hostTemplate
 	ingressClass     string
 	fieldManager     string
 	gateway          *GatewayRef
@@ -210,8 +209,8 @@ type hostTemplateData struct {
 }
 
 // NewBuilder validates cfg and returns a Builder. The host template is parsed
-// once (with missingkey=error) and test-rendered for a sample Service, so a
-// broken template or class fails at startup rather than on every Service.
+// once and test-rendered for a sample Service, so a broken template or class
+// fails at startup rather than on every Service.
 func NewBuilder(cfg Config) (*Builder, error) {
 	b := &Builder{
 		hostTemplateText: cfg.HostTemplate,
@@ -224,16 +223,12 @@ func NewBuilder(cfg Config) (*Builder, error) {
 	if b.fieldManager == "" {
 		b.fieldManager = DefaultFieldManager
 	}
-	t, err := template.New("ingress-host").Option("missingkey=error").Parse(b.hostTemplateText)
+	t, err := parseHostTemplate(b.hostTemplateText)
 	if err != nil {
 		return nil, fmt.Errorf("invalid ingress host template %q: %w", b.hostTemplateText, err)
 	}
 	b.hostTemplate = t
-	sample := hostTemplateData{Name: "my-service", Namespace: "default"}
-	host, err := b.renderHost(sample)
-	if err != nil {
-		return nil, fmt.Errorf("invalid ingress host template %q: rendering it for service default/my-service: %w", b.hostTemplateText, err)
-	}
+	host := t.render(hostTemplateData{Name: "my-service", Namespace: "default"})
 	if why := hostProblem(host); why != "" {
 		return nil, fmt.Errorf("invalid ingress host template %q: for service default/my-service it renders %s, which %s", b.hostTemplateText, quote(host), why)
 	}
@@ -262,14 +257,6 @@ func NewBuilder(cfg Config) (*Builder, error) {
 
 // FieldManager returns the server-side-apply field manager of the controller.
 func (b *Builder) FieldManager() string { return b.fieldManager }
-
-func (b *Builder) renderHost(data hostTemplateData) (string, error) {
-	var buf bytes.Buffer
-	if err := b.hostTemplate.Execute(&buf, data); err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(buf.String()), nil
-}
 
 // ownedMeta is the metadata of the object a Service makes: the Service's
 // name and namespace, annotations when there are any, and the Service as
@@ -361,15 +348,7 @@ func (b *Builder) host(svc *corev1.Service) (string, *Problem) {
 		return checkAnnotation(AnnotationHost, v, ReasonInvalidHost, hostProblem,
 			`set a DNS name such as "app.example.com", a wildcard such as "*.example.com", or "" for a rule matching every host`)
 	}
-	host, err := b.renderHost(hostTemplateData{Name: svc.Name, Namespace: svc.Namespace})
-	if err != nil {
-		return "", &Problem{
-			Annotation: AnnotationHost,
-			Reason:     ReasonInvalidHostTemplate,
-			Message: fmt.Sprintf("the ingress host template (--ingress-host-template) %s fails for this service: %v; set annotation %s on the service or fix the template",
-				quote(b.hostTemplateText), err, AnnotationHost),
-		}
-	}
+	host := b.hostTemplate.render(hostTemplateData{Name: svc.Name, Namespace: svc.Namespace})
 	if why := hostProblem(host); why != "" {
 		return "", &Problem{
 			Annotation: AnnotationHost,

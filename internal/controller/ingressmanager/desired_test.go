@@ -412,6 +412,30 @@ func TestDesiredDoesNotMutateService(t *testing.T) {
 	}
 }
 
+// TestHostTemplatePerService: a template valid for the sample Service can
+// render an invalid host for another one (longer than 253 characters here):
+// that Service gets the problem, the others their Ingress.
+func TestHostTemplatePerService(t *testing.T) {
+	domain := strings.Repeat("abcdefghi.", 20) + "com"
+	b := mustBuilder(t, Config{HostTemplate: "{{.Name}}-{{.Namespace}}." + domain})
+	svc := service(nil, port("http", 80))
+	ing, err := b.Desired(svc)
+	if err != nil || ing.Spec.Rules[0].Host != "my-nginx-default."+domain {
+		t.Fatalf("Desired(my-nginx) = %v, %v; want host my-nginx-default.%s", ing, err, domain)
+	}
+	svc.Name = strings.Repeat("n", 60)
+	_, err = b.Desired(svc)
+	var ie *InvalidError
+	if !errors.As(err, &ie) || ie.Reason != ReasonInvalidHostTemplate || len(ie.Problems) != 1 || ie.Problems[0].Annotation != AnnotationHost {
+		t.Fatalf("Desired(long name) error = %v, want one %s problem on %s", err, ReasonInvalidHostTemplate, AnnotationHost)
+	}
+	for _, want := range []string{"--ingress-host-template", "longer than 253", "set annotation ingress/host"} {
+		if !strings.Contains(ie.Message, want) {
+			t.Errorf("message %q lacks %q", ie.Message, want)
+		}
+	}
+}
+
 func TestDesiredErrors(t *testing.T) {
 	type want struct {
 		reason     string
@@ -460,16 +484,6 @@ func TestDesiredErrors(t *testing.T) {
 			name: "host too long",
 			ann:  map[string]string{AnnotationHost: strings.Repeat("a.", 130) + "com"},
 			want: want{ReasonInvalidHost, AnnotationHost, []string{"longer than 253", `"...`}},
-		},
-		{
-			name: "template renders an invalid host for this service",
-			cfg:  Config{HostTemplate: `{{if eq .Name "my-nginx"}}bad_{{.Name}}{{else}}ok.example.com{{end}}`},
-			want: want{ReasonInvalidHostTemplate, AnnotationHost, []string{"--ingress-host-template", `"bad_my-nginx"`, "set annotation ingress/host"}},
-		},
-		{
-			name: "template fails for this service",
-			cfg:  Config{HostTemplate: `{{if eq .Name "my-nginx"}}{{template "missing"}}{{else}}ok.example.com{{end}}`},
-			want: want{ReasonInvalidHostTemplate, AnnotationHost, []string{"--ingress-host-template", "missing", "set annotation ingress/host"}},
 		},
 		{
 			name: "path without slash",
@@ -691,10 +705,15 @@ func TestNewBuilder(t *testing.T) {
 		contains string
 	}{
 		{Config{HostTemplate: "{{.Name"}, "invalid ingress host template"},
-		{Config{HostTemplate: "{{.Labels}}.example.com"}, "can't evaluate field Labels"},
+		{Config{HostTemplate: "{{.Labels}}.example.com"}, "{{.Labels}}: a host template holds text and the fields {{.Name}} and {{.Namespace}} only"},
+		{Config{HostTemplate: "{{.Name.Foo}}.example.com"}, "{{.Name.Foo}}: a host template holds"},
+		{Config{HostTemplate: "{{.Name | printf}}.example.com"}, `function "printf" not defined`},
+		{Config{HostTemplate: "{{if .Name}}x{{end}}.example.com"}, "no functions, pipelines or control structures"},
+		{Config{HostTemplate: "{{$x := .Name}}{{$x}}.example.com"}, "a host template holds"},
+		{Config{HostTemplate: `{{define "t"}}a{{end}}b.example.com`}, "{{define}}"},
 		{Config{HostTemplate: "{{.Name}}_{{.Namespace}}.example.com"}, `renders "my-service_default.example.com"`},
-		{Config{HostTemplate: "{{if false}}x{{end}}"}, "is empty"},
-		{Config{HostTemplate: "10.0.0.{{len .Name}}"}, "IP address"},
+		{Config{HostTemplate: "{{/* nothing */}}"}, "is empty"},
+		{Config{HostTemplate: "10.0.0.1"}, "IP address"},
 		{Config{IngressClass: "Nginx"}, `invalid ingress class "Nginx"`},
 		{Config{FieldManager: strings.Repeat("m", 129)}, "longer than 128"},
 		{Config{FieldManager: "a\nb"}, "printable"},
@@ -709,7 +728,8 @@ func TestNewBuilder(t *testing.T) {
 		"{{.Name}}.{{.Namespace}}.example.com",
 		"*.{{.Namespace}}.example.com",
 		"  {{.Name}}.example.com\n",
-		`{{printf "%s-%s" .Name .Namespace}}.example.com`,
+		"{{ .Name }}-{{- .Namespace -}}.example.com",
+		"{{/* per namespace */}}{{.Namespace}}.example.com",
 	} {
 		if _, err := NewBuilder(Config{HostTemplate: tmpl}); err != nil {
 			t.Errorf("NewBuilder(HostTemplate %q): %v", tmpl, err)

@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,12 +38,25 @@ type gatewayAPI struct {
 	interval  time.Duration
 	handler   cache.ResourceEventHandler
 
-	// known is set once the first answer is in: not served, or served and
-	// the informer synced. Workers wait for it, so a restart never mistakes
-	// "not looked yet" for "not installed".
-	known  atomic.Bool
-	routes atomic.Pointer[gatewaylisters.HTTPRouteLister]
+	// known is set (and knownCh closed) once the first answer is in: not
+	// served, or served and the informer synced. Workers wait for it, so a
+	// restart never mistakes "not looked yet" for "not installed".
+	known     atomic.Bool
+	knownCh   chan struct{}
+	knownOnce sync.Once
+	routes    atomic.Pointer[gatewaylisters.HTTPRouteLister]
 }
+
+// markKnown sets known and reports whether it was set already.
+func (g *gatewayAPI) markKnown() (was bool) {
+	was = g.known.Swap(true)
+	g.knownOnce.Do(func() { close(g.knownCh) })
+	return was
+}
+
+// Name and Done make the first answer a cache.DoneChecker.
+func (g *gatewayAPI) Name() string          { return "whether the Gateway API is served" }
+func (g *gatewayAPI) Done() <-chan struct{} { return g.knownCh }
 
 // lister returns the HTTPRoute lister, or nil while the API is not served.
 func (g *gatewayAPI) lister() gatewaylisters.HTTPRouteLister {
@@ -85,7 +99,7 @@ func (g *gatewayAPI) run(ctx context.Context, installed func()) {
 			return
 		case !g.known.Load():
 			logger.Info("The Gateway API is not served (no gateway.networking.k8s.io/v1 httproutes): Services that ask for a Gateway keep an Ingress until it is", "checkInterval", g.interval)
-			g.known.Store(true)
+			g.markKnown()
 		}
 		delay := g.interval
 		if err != nil && !g.known.Load() {
@@ -113,16 +127,16 @@ func (g *gatewayAPI) start(ctx context.Context, installed func()) {
 	reg, err := informer.Informer().AddEventHandlerWithOptions(g.handler, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		logger.Error(err, "Cannot watch HTTPRoutes; Services that ask for a Gateway keep an Ingress")
-		g.known.Store(true)
+		g.markKnown()
 		return
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
 		return
 	}
 	lister := informer.Lister()
 	g.routes.Store(&lister)
-	wasKnown := g.known.Swap(true)
+	wasKnown := g.markKnown()
 	logger.Info("Watching HTTPRoutes: the Gateway API is served")
 	if wasKnown {
 		installed()

@@ -26,7 +26,7 @@ func routeWriter(client gatewayclient.Interface, fieldManager string, recorder r
 	routes := func(namespace string) typedClient[*gatewayv1.HTTPRoute] {
 		return client.GatewayV1().HTTPRoutes(namespace)
 	}
-	return newWriter("HTTPRoute", writeReasons{ReasonHTTPRouteCreated, ReasonHTTPRouteUpdated, ReasonHTTPRouteDeleted, ReasonHTTPRouteExists}, routes, fieldManager, recorder, gatewayv1ac.HTTPRoute, gatewayv1ac.ExtractHTTPRoute,
+	return newWriter("HTTPRoute", writeReasons{ReasonHTTPRouteCreated, ReasonHTTPRouteUpdated, ReasonHTTPRouteDeleted, ReasonHTTPRouteExists}, routes, fieldManager, recorder, gatewayv1ac.HTTPRoute, extractHTTPRoute,
 		func(ac *gatewayv1ac.HTTPRouteApplyConfiguration) { ac.Status = nil })
 }
 
