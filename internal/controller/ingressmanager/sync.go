@@ -58,6 +58,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if svc == nil {
 			c.notes.forget(key)
 			c.settling.forget(key)
+			c.ingress.forget(types.NamespacedName(key))
+			c.route.forget(types.NamespacedName(key))
 		}
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -74,6 +75,19 @@ type writer[T object, AC any] struct {
 	// resource, but an Update entry made elsewhere may list the empty status
 	// a create sends.
 	clearStatus func(ac *AC)
+	// created holds, per object this process created and whose informer
+	// event has not brought its Service back yet, what the create answered:
+	// the object at that ResourceVersion and UID is the one created from
+	// that desired object, so the sync it brings needs no comparison of
+	// fields (see createdAs). One entry per create in flight.
+	created sync.Map // types.NamespacedName -> createdObject
+}
+
+// createdObject is what a create of desired answered.
+type createdObject[T object] struct {
+	uid             types.UID
+	resourceVersion string
+	desired         T
 }
 
 // writeReasons are the Event reasons of one kind's writes, and of a
@@ -128,6 +142,9 @@ func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live,
 		r.warn(w.reasons.exists, "", fmt.Sprintf("%s %s/%s exists and is not controlled by this Service (%s); it is left untouched. %s",
 			w.kind, live.GetNamespace(), live.GetName(), controllerOf(live), fix))
 		return false, nil
+	}
+	if w.createdAs(live, desired) {
+		return true, nil
 	}
 	needs, err := w.needsUpdate(live, desired)
 	if err != nil {
@@ -208,14 +225,34 @@ func ownEntry(obj metav1.Object, fieldManager string, op metav1.ManagedFieldsOpe
 	return metav1.ManagedFieldsEntry{}, false
 }
 
+// createdAs reports whether live is, unchanged, the object this process
+// created from desired (it then needs no update), and forgets the create.
+func (w *writer[T, AC]) createdAs(live, desired T) bool {
+	v, ok := w.created.LoadAndDelete(types.NamespacedName{Namespace: live.GetNamespace(), Name: live.GetName()})
+	if !ok {
+		return false
+	}
+	c := v.(createdObject[T])
+	return c.uid == live.GetUID() && c.resourceVersion == live.GetResourceVersion() && equality.Semantic.DeepEqual(c.desired, desired)
+}
+
+// forget drops what create remembered of the object key (its Service is
+// gone).
+func (w *writer[T, AC]) forget(key types.NamespacedName) { w.created.Delete(key) }
+
 func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired T) error {
-	_, err := w.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{FieldManager: w.fieldManager})
+	obj, err := w.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{FieldManager: w.fieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		klog.FromContext(ctx).V(2).Info(w.kind+" exists already; waiting for it to reach the cache", w.logKey(), klog.KObj(desired))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("creating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
+	}
+	var zero T
+	if obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" {
+		w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()},
+			createdObject[T]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), desired: desired})
 	}
 	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
 	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.created, "Created %s %s", w.kind, desired.GetName())
