@@ -99,17 +99,21 @@ func (r *run) neutronUser(ctx context.Context, cloud *neutrontest.Cloud, managed
 // until it has synced every one of them again; then deletes their Neutron
 // networks (not counted).
 func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface) (*NeutronRestart, error) {
-	const workers = 16
+	// Neutron (one API worker here) creates fastest at low concurrency; its
+	// create rate falls as the project fills, hence the generous allowance.
+	const workers, perNetwork = 4, 3 * time.Second
 	n, managedBy := r.cfg.NeutronRestartNetworks, neutrontest.UniqueManagedBy()
 	user, backend, err := r.neutronUser(ctx, cloud, managedBy)
 	if err != nil {
 		return nil, err
 	}
 	ns := "bench-neutron-restart"
-	if _, err := r.networksToReady(ctx, cfg, client, ns, n, workers, backend, func(context.Context) error { return nil }, nil); err != nil {
+	r.cfg.logf("neutron: converging %d Networks for the restart (%d workers)", n, workers)
+	took, err := r.networksToReady(ctx, cfg, client, ns, n, workers, backend, perNetwork, func(context.Context) error { return nil }, nil)
+	if err != nil {
 		return nil, err
 	}
-	res := &NeutronRestart{Networks: n, PageSize: neutron.DefaultPageSize}
+	res := &NeutronRestart{Networks: n, PageSize: neutron.DefaultPageSize, ConvergeSeconds: took.Seconds()}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
 	defer cancel()
 	log, err := cloud.AccessLog()
@@ -262,7 +266,7 @@ func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, c
 	}
 	ns := fmt.Sprintf("bench-neutron-%d", c.Workers)
 	var log *neutrontest.AccessLog
-	took, err := r.networksToReady(ctx, cfg, client, ns, c.Networks, c.Workers, backend,
+	took, err := r.networksToReady(ctx, cfg, client, ns, c.Networks, c.Workers, backend, time.Second,
 		func(context.Context) (err error) { log, err = cloud.AccessLog(); return err },
 		func(ctx context.Context) error {
 			reqs, err := log.Requests(ctx, user.ID)

@@ -266,6 +266,9 @@ type NeutronRestart struct {
 	// PageSize is the backend's List page size.
 	PageSize int      `json:"page_size"`
 	Paths    []string `json:"requests,omitempty"`
+	// ConvergeSeconds is how long the Networks took to converge before
+	// the restart (their creation, not measured against a goal).
+	ConvergeSeconds float64 `json:"converge_seconds,omitempty"`
 }
 
 // restartBudget is the most requests a restart with n converged Networks
@@ -598,9 +601,13 @@ func (r *Result) WriteTable(out io.Writer) {
 		flush()
 	}
 	if rs := r.NeutronRestart; rs != nil {
-		row("neutron (real): restart", "converged Networks", "Neutron requests", "List page size")
-		sep(4)
-		row("restarted manager", fmt.Sprint(rs.Networks), fmt.Sprint(rs.Requests), fmt.Sprint(rs.PageSize))
+		row("neutron (real): restart", "converged Networks", "Neutron requests", "List page size", "converging them took")
+		sep(5)
+		converge := ""
+		if rs.ConvergeSeconds > 0 {
+			converge = fmt.Sprintf("%.0fs", rs.ConvergeSeconds)
+		}
+		row("restarted manager", fmt.Sprint(rs.Networks), fmt.Sprint(rs.Requests), fmt.Sprint(rs.PageSize), converge)
 		flush()
 	}
 
