@@ -255,6 +255,9 @@ type NeutronCase struct {
 	// made for the Networks (its start's List apart), from Neutron's
 	// access log.
 	RequestsPerNetwork float64 `json:"neutron_requests_per_network"`
+	// RequestKinds counts those requests by method, resource, query keys
+	// and status (requestKind): what a retry added shows there.
+	RequestKinds map[string]int `json:"neutron_request_kinds,omitempty"`
 }
 
 // NeutronRestart is a manager restarted with Networks converged in Neutron:
