@@ -59,6 +59,9 @@ const (
 	// DefaultRequestTimeout bounds each request to Neutron (a paginated
 	// list's pages together).
 	DefaultRequestTimeout = 30 * time.Second
+	// DefaultMaxConcurrentRequests is how many requests the backend has in
+	// flight to Neutron at most.
+	DefaultMaxConcurrentRequests = 16
 	// DefaultPageSize is how many networks (or subnets) one request of List
 	// asks for.
 	DefaultPageSize = 500
@@ -105,6 +108,14 @@ type Options struct {
 	// PageSize is the page size of List's paginated requests (default
 	// DefaultPageSize).
 	PageSize int
+	// MaxConcurrentRequests bounds the requests in flight to Neutron
+	// (default DefaultMaxConcurrentRequests); more wait their turn here,
+	// before their RequestTimeout starts. Past what its API workers serve
+	// at once, Neutron answers every request later without answering more
+	// of them: many more in flight only make requests time out (our
+	// RequestTimeout, or a proxy's) after Neutron did their work, and
+	// their retries do it again.
+	MaxConcurrentRequests int
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 }
@@ -115,6 +126,8 @@ type Backend struct {
 	managedBy string
 	timeout   time.Duration
 	pageSize  int
+	// inflight holds a token per request in flight (MaxConcurrentRequests).
+	inflight chan struct{}
 	// projectID is the project the token is scoped to. Every lookup is
 	// limited to it: an admin's token sees every project's networks, and
 	// another project's network is never ours, whatever its tags say.
@@ -131,6 +144,11 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if b.pageSize <= 0 {
 		b.pageSize = DefaultPageSize
 	}
+	maxInFlight := opts.MaxConcurrentRequests
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxConcurrentRequests
+	}
+	b.inflight = make(chan struct{}, maxInFlight)
 	if b.managedBy == "" {
 		b.managedBy = network.ManagedBy
 	}
@@ -337,9 +355,21 @@ func canonicalIP(s string) string {
 
 // --- Neutron calls ---
 
-// request bounds one request to Neutron (RequestTimeout).
+// request waits for a turn among MaxConcurrentRequests, then bounds one
+// request to Neutron (RequestTimeout); the returned func ends the turn. When
+// ctx ends first, it returns ctx, and the request fails at once with its
+// error.
 func (b *Backend) request(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, b.timeout)
+	select {
+	case b.inflight <- struct{}{}:
+	case <-ctx.Done():
+		return ctx, func() {}
+	}
+	rctx, cancel := context.WithTimeout(ctx, b.timeout)
+	return rctx, func() {
+		cancel()
+		<-b.inflight
+	}
 }
 
 func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
