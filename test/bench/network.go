@@ -53,7 +53,7 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 	backend := memory.New()
 	backend.SetLatency(latency)
 	var before requestCounts
-	took, err := r.networksToReady(ctx, cfg, client, fmt.Sprintf("bench-net-%d-%d", latency.Milliseconds(), workers), m, workers, backend,
+	took, err := r.networksToReady(ctx, cfg, client, fmt.Sprintf("bench-net-%d-%d", latency.Milliseconds(), workers), m, workers, backend, time.Second,
 		func(ctx context.Context) (err error) { before, err = r.counts(ctx); return err }, nil)
 	if err != nil {
 		return res, err
@@ -75,12 +75,12 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 // manager starts; whileRunning, if set, once they are Ready, before the
 // manager stops.
 func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client versioned.Interface, ns string, m, workers int,
-	backend network.Backend, atStart, whileRunning func(context.Context) error) (took time.Duration, err error) {
+	backend network.Backend, perNetwork time.Duration, atStart, whileRunning func(context.Context) error) (took time.Duration, err error) {
 	if err := createNamespace(ctx, r.client, ns); err != nil {
 		return 0, err
 	}
-	// A real backend takes its time: a second a Network at the most.
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout()+time.Duration(m)*time.Second)
+	// A real backend takes its time: perNetwork a Network at the most.
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout()+time.Duration(m)*perNetwork)
 	defer cancel()
 
 	if _, err := parallel(ctx, m, 16, func(ctx context.Context, i int) error {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -65,16 +67,18 @@ func (r *run) neutronPhase(ctx context.Context) error {
 		}
 		c.Ratio = c.PerSecond / c.DirectPerSecond
 		r.res.Neutron = append(r.res.Neutron, c)
-		r.cfg.logf("neutron: %d workers: controller %.1f Networks/s, direct client %.1f/s (%.2f x), %.1f Neutron requests/Network",
-			w, c.PerSecond, c.DirectPerSecond, c.Ratio, c.RequestsPerNetwork)
+		r.cfg.logf("neutron: %d workers: controller %.1f Networks/s, direct client %.1f/s (%.2f x), %.1f Neutron requests/Network: %v",
+			w, c.PerSecond, c.DirectPerSecond, c.Ratio, c.RequestsPerNetwork, c.RequestKinds)
 	}
 	if r.cfg.NeutronRestartNetworks > 0 {
 		restart, err := r.neutronRestart(ctx, cloud, jsonCfg, client)
+		if restart != nil { // measured, even if its cleanup failed
+			r.res.NeutronRestart = restart
+			r.cfg.logf("neutron: restart with %d converged Networks: %d Neutron requests (page size %d)", restart.Networks, restart.Requests, restart.PageSize)
+		}
 		if err != nil {
 			return fmt.Errorf("restart with %d converged Networks: %w", r.cfg.NeutronRestartNetworks, err)
 		}
-		r.res.NeutronRestart = restart
-		r.cfg.logf("neutron: restart with %d converged Networks: %d Neutron requests (page size %d)", restart.Networks, restart.Requests, restart.PageSize)
 	}
 	return nil
 }
@@ -98,18 +102,34 @@ func (r *run) neutronUser(ctx context.Context, cloud *neutrontest.Cloud, managed
 // manager again and counts, in Neutron's access log, the requests it makes
 // until it has synced every one of them again; then deletes their Neutron
 // networks (not counted).
-func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface) (*NeutronRestart, error) {
-	const workers = 16
+func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg *rest.Config, client versioned.Interface) (_ *NeutronRestart, err error) {
+	// Neutron (one API worker here) creates fastest at low concurrency; its
+	// create rate falls as the project fills, hence the generous allowance.
+	const workers, perNetwork = 4, 3 * time.Second
 	n, managedBy := r.cfg.NeutronRestartNetworks, neutrontest.UniqueManagedBy()
 	user, backend, err := r.neutronUser(ctx, cloud, managedBy)
 	if err != nil {
 		return nil, err
 	}
 	ns := "bench-neutron-restart"
-	if _, err := r.networksToReady(ctx, cfg, client, ns, n, workers, backend, func(context.Context) error { return nil }, nil); err != nil {
+	r.cfg.logf("neutron: converging %d Networks for the restart (%d workers)", n, workers)
+	took, err := r.networksToReady(ctx, cfg, client, ns, n, workers, backend, perNetwork, func(context.Context) error { return nil }, nil)
+	if err != nil {
 		return nil, err
 	}
-	res := &NeutronRestart{Networks: n, PageSize: neutron.DefaultPageSize}
+	r.cfg.logf("neutron: %d Networks converged in %.0fs; restarting the manager", n, took.Seconds())
+	res := &NeutronRestart{Networks: n, PageSize: neutron.DefaultPageSize, ConvergeSeconds: took.Seconds()}
+	// Their Neutron networks go afterwards, whatever happens, with time of
+	// their own: deletes are slower than creates in Neutron.
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.phaseTimeout()+time.Duration(n)*perNetwork)
+		defer cancel()
+		start := time.Now()
+		if derr := deleteNeutronNetworks(dctx, cloud, managedBy); derr != nil && err == nil {
+			err = fmt.Errorf("deleting the restart's Neutron networks: %w", derr)
+		}
+		r.cfg.logf("neutron: the restart's Neutron networks deleted in %.0fs", time.Since(start).Seconds())
+	}()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
 	defer cancel()
 	log, err := cloud.AccessLog()
@@ -151,7 +171,7 @@ func (r *run) neutronRestart(ctx context.Context, cloud *neutrontest.Cloud, cfg 
 	if err := stop(); err != nil {
 		return nil, err
 	}
-	return res, deleteNeutronNetworks(ctx, cloud, managedBy)
+	return res, nil
 }
 
 // deleteNeutronNetworks deletes the Neutron networks of managed-by value
@@ -262,7 +282,7 @@ func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, c
 	}
 	ns := fmt.Sprintf("bench-neutron-%d", c.Workers)
 	var log *neutrontest.AccessLog
-	took, err := r.networksToReady(ctx, cfg, client, ns, c.Networks, c.Workers, backend,
+	took, err := r.networksToReady(ctx, cfg, client, ns, c.Networks, c.Workers, backend, time.Second,
 		func(context.Context) (err error) { log, err = cloud.AccessLog(); return err },
 		func(ctx context.Context) error {
 			reqs, err := log.Requests(ctx, user.ID)
@@ -270,9 +290,11 @@ func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, c
 				return err
 			}
 			creates := 0
+			c.RequestKinds = map[string]int{}
 			for _, q := range reqs {
 				if !q.IsList(managedBy) {
 					creates++ // the start's List is no Network's
+					c.RequestKinds[requestKind(q)]++
 				}
 			}
 			c.RequestsPerNetwork = float64(creates) / float64(c.Networks)
@@ -287,4 +309,29 @@ func (r *run) neutronController(ctx context.Context, cloud *neutrontest.Cloud, c
 	c.Seconds = took.Seconds()
 	c.PerSecond = float64(c.Networks) / c.Seconds
 	return nil
+}
+
+// requestKind is q without its IDs and query values: "POST /v2.0/networks
+// 201", "PUT /v2.0/subnets/{id}/tags 200", "GET /v2.0/networks?description,project_id 200".
+func requestKind(q neutrontest.Request) string {
+	path, query, _ := strings.Cut(q.Path, "?")
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if i > 2 && p != "tags" {
+			parts[i] = "{id}"
+		}
+	}
+	kind := strings.Join(parts, "/")
+	if query != "" {
+		var keys []string
+		for _, kv := range strings.Split(query, "&") {
+			k, _, _ := strings.Cut(kv, "=")
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		kind += "?" + strings.Join(keys, ",")
+	}
+	return fmt.Sprintf("%s %s %d", q.Method, kind, q.Status)
 }

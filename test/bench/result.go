@@ -258,6 +258,9 @@ type NeutronCase struct {
 	// made for the Networks (its start's List apart), from Neutron's
 	// access log.
 	RequestsPerNetwork float64 `json:"neutron_requests_per_network"`
+	// RequestKinds counts those requests by method, resource, query keys
+	// and status (requestKind): what a retry added shows there.
+	RequestKinds map[string]int `json:"neutron_request_kinds,omitempty"`
 }
 
 // NeutronRestart is a manager restarted with Networks converged in Neutron:
@@ -269,6 +272,9 @@ type NeutronRestart struct {
 	// PageSize is the backend's List page size.
 	PageSize int      `json:"page_size"`
 	Paths    []string `json:"requests,omitempty"`
+	// ConvergeSeconds is how long the Networks took to converge before
+	// the restart (their creation, not measured against a goal).
+	ConvergeSeconds float64 `json:"converge_seconds,omitempty"`
 }
 
 // restartBudget is the most requests a restart with n converged Networks
@@ -626,9 +632,13 @@ func (r *Result) WriteTable(out io.Writer) {
 		flush()
 	}
 	if rs := r.NeutronRestart; rs != nil {
-		row("neutron (real): restart", "converged Networks", "Neutron requests", "List page size")
-		sep(4)
-		row("restarted manager", fmt.Sprint(rs.Networks), fmt.Sprint(rs.Requests), fmt.Sprint(rs.PageSize))
+		row("neutron (real): restart", "converged Networks", "Neutron requests", "List page size", "converging them took")
+		sep(5)
+		converge := ""
+		if rs.ConvergeSeconds > 0 {
+			converge = fmt.Sprintf("%.0fs", rs.ConvergeSeconds)
+		}
+		row("restarted manager", fmt.Sprint(rs.Networks), fmt.Sprint(rs.Requests), fmt.Sprint(rs.PageSize), converge)
 		flush()
 	}
 

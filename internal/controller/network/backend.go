@@ -37,6 +37,14 @@ type Backend interface {
 	// itself: callers need no Get first.
 	Create(ctx context.Context, desired Network) (*Network, error)
 
+	// CreateNew is Create for a Network the caller knows no create was ever
+	// attempted for, by anyone: the backend holds nothing of desired.UID, so
+	// it may skip looking for what an earlier attempt left (Neutron: one
+	// request fewer). A caller that cannot prove it calls Create. Calling
+	// it twice for a UID, or after a Create, breaks that promise: a backend
+	// that notices refuses it with a permanent error.
+	CreateNew(ctx context.Context, desired Network) (*Network, error)
+
 	// UpdateGateway sets the gateway of the subnet of cur, the backend
 	// network as Get, Create or List returned it, and returns the updated
 	// network. cur.UID identifies it; a backend may act on cur's NetworkID,
@@ -190,16 +198,22 @@ const (
 // Ensure makes the backend hold desired, given cur, what the backend held
 // when last seen (a List or an earlier write), or nil when that is not
 // known: it creates the backend network when it is missing (or completes it
-// when its subnet is missing) and updates the gateway when it differs. It
+// when its subnet is missing) and updates the gateway when it differs. With
+// neverCreated (cur is then nil), the caller knows that no create was ever
+// attempted for desired.UID: Ensure creates with CreateNew instead. It
 // fails with a permanent ReasonCIDRMismatch error when the backend subnet
 // has another CIDR (a subnet's CIDR cannot change: the Network has to be
 // recreated). It makes no backend call when cur already matches desired,
 // and never reads what it already knows.
-func Ensure(ctx context.Context, b Backend, desired Network, cur *Network) (*Network, Action, error) {
+func Ensure(ctx context.Context, b Backend, desired Network, cur *Network, neverCreated bool) (*Network, Action, error) {
 	action := ActionNone
 	if cur == nil || cur.SubnetID == "" {
+		create := b.Create
+		if neverCreated && cur == nil {
+			create = b.CreateNew
+		}
 		var err error
-		if cur, err = b.Create(ctx, desired); err != nil {
+		if cur, err = create(ctx, desired); err != nil {
 			return nil, action, err
 		}
 		action = ActionCreated

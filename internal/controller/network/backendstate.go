@@ -84,6 +84,29 @@ func (k *known) replace(listed []Network, mark uint64) map[types.UID]Network {
 	return out
 }
 
+// uidSet is a set of Network UIDs, safe for concurrent use.
+type uidSet struct {
+	mu   sync.Mutex
+	uids map[types.UID]struct{}
+}
+
+func newUIDSet() *uidSet { return &uidSet{uids: map[types.UID]struct{}{}} }
+
+func (s *uidSet) add(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uids[uid] = struct{}{}
+}
+
+// take removes uid and reports whether it was there.
+func (s *uidSet) take(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.uids[uid]
+	delete(s.uids, uid)
+	return ok
+}
+
 // backendState is whether the backend as a whole answers: unknown until
 // the first List, then up or down. While it is not up, syncs make no
 // backend call; they wait in a set that is queued again when it comes up.

@@ -90,6 +90,14 @@ type Controller struct {
 	// known is the backend as last seen; state whether it answers.
 	known *known
 	state *backendState
+	// neverCreated holds the UIDs of the Networks whose finalizer this
+	// process added and that it has not tried to create yet: no create can
+	// have been attempted for them, by anyone (see sync), so their first
+	// create needs no lookup of an earlier attempt's leftovers. A UID
+	// leaves the set when its create is tried, whatever the outcome: a
+	// retry looks. The set lives and dies with the process, which exits
+	// when it loses the lease.
+	neverCreated *uidSet
 	// wake tells the scan loop that a sync found the backend down.
 	wake chan struct{}
 }
@@ -137,17 +145,18 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 		return nil, fmt.Errorf("adding the Network UID index: %w", err)
 	}
 	c := &Controller{
-		client:    cctx.SampleClient,
-		lister:    informer.Lister(),
-		indexer:   informer.Informer().GetIndexer(),
-		recorder:  cctx.EventRecorder(Name),
-		backend:   opts.Backend,
-		namespace: cctx.Namespace,
-		opts:      opts,
-		fieldMgr:  cctx.FieldManager,
-		known:     newKnown(),
-		state:     newBackendState(),
-		wake:      make(chan struct{}, 1),
+		client:       cctx.SampleClient,
+		lister:       informer.Lister(),
+		indexer:      informer.Informer().GetIndexer(),
+		recorder:     cctx.EventRecorder(Name),
+		backend:      opts.Backend,
+		namespace:    cctx.Namespace,
+		opts:         opts,
+		fieldMgr:     cctx.FieldManager,
+		known:        newKnown(),
+		state:        newBackendState(),
+		neverCreated: newUIDSet(),
+		wake:         make(chan struct{}, 1),
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
 	// Resyncs are not queued: nothing changed in Kubernetes. Backend drift
@@ -293,8 +302,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		net := cached.DeepCopy()
 		net.Finalizers = append(net.Finalizers, Finalizer)
-		if _, err := c.client.SamplecrdV1().Networks(net.Namespace).Update(ctx, net, metav1.UpdateOptions{FieldManager: c.fieldMgr}); err != nil {
+		updated, err := c.client.SamplecrdV1().Networks(net.Namespace).Update(ctx, net, metav1.UpdateOptions{FieldManager: c.fieldMgr})
+		if err != nil {
 			return fmt.Errorf("adding finalizer to network %s: %w", key, err)
+		}
+		// This update, of a version without the finalizer (the API server
+		// refuses a stale one), added it: no create was attempted for this
+		// Network before, since every create waits for the finalizer, and
+		// every other process that may later see it sees the finalizer, and
+		// looks before it creates. Status IDs would say a create succeeded
+		// once (the finalizer removed by hand): then it looks too.
+		if updated.Status.NetworkID == "" && updated.Status.SubnetID == "" {
+			c.neverCreated.add(updated.UID)
 		}
 		// The update event brings the Network back with the finalizer.
 		return nil
@@ -312,7 +331,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return c.waitForBackend(ctx, cached, message)
 	}
 	desired := Desired(cached)
-	got, action, err := Ensure(ctx, c.backend, desired, c.known.get(cached.UID))
+	cur := c.known.get(cached.UID)
+	neverCreated := c.neverCreated.take(cached.UID) && cur == nil
+	got, action, err := Ensure(ctx, c.backend, desired, cur, neverCreated)
 	if err != nil {
 		if IsDown(err) {
 			return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
@@ -345,6 +366,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // finalize deletes the backend network of a Network being deleted, then
 // releases the finalizer.
 func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) error {
+	c.neverCreated.take(cached.UID)
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		return nil
 	}

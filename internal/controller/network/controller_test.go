@@ -2,12 +2,20 @@ package network_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -71,5 +79,112 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 	<-done
 	if s := mem.Stats(); s.Writes() != 0 || s.Gets != 0 {
 		t.Errorf("backend saw %+v for an invalid spec, want nothing", s)
+	}
+}
+
+// recordingBackend records which create method the controller calls.
+type recordingBackend struct {
+	*memory.Backend
+	mu    sync.Mutex
+	calls []string
+}
+
+func (b *recordingBackend) record(call string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, call)
+}
+
+func (b *recordingBackend) Create(ctx context.Context, d network.Network) (*network.Network, error) {
+	b.record("Create")
+	return b.Backend.Create(ctx, d)
+}
+
+func (b *recordingBackend) CreateNew(ctx context.Context, d network.Network) (*network.Network, error) {
+	b.record("CreateNew")
+	return b.Backend.CreateNew(ctx, d)
+}
+
+// Only the process that added the finalizer may skip the lookup of an
+// earlier attempt's leftovers, and only on its first attempt: a Network
+// that had the finalizer already, or a retry, is looked for first.
+func TestCreateNewOnlyForTheFirstAttemptAfterTheFinalizer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		finalizers []string
+		failFirst  bool
+		want       []string
+	}{
+		{name: "a Network whose finalizer this process adds is created without a lookup", want: []string{"CreateNew"}},
+		{name: "a Network with the finalizer already (another process may have created it) is looked for", finalizers: []string{network.Finalizer}, want: []string{"Create"}},
+		{name: "the retry of a failed first create is looked for", failFirst: true, want: []string{"CreateNew", "Create"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			obj := &samplecrdv1.Network{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net", UID: "u1", Finalizers: tc.finalizers},
+				Spec:       samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1"},
+			}
+			obj.ResourceVersion = "1"
+			client := fake.NewClientset(obj)
+			// The fake stores what it is given: number the versions as the
+			// API server does, or the controller takes updates for resyncs.
+			var rv atomic.Int64
+			rv.Store(1)
+			client.PrependReactor("update", "networks", func(action clienttesting.Action) (bool, runtime.Object, error) {
+				o := action.(clienttesting.UpdateAction).GetObject().(*samplecrdv1.Network)
+				o.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+				return false, nil, nil
+			})
+			factory := externalversions.NewSharedInformerFactory(client, 0)
+			backend := &recordingBackend{Backend: memory.New()}
+			if tc.failFirst {
+				backend.SetFault(func(_ context.Context, op memory.Op, _ types.UID) error {
+					backend.mu.Lock()
+					first := len(backend.calls) == 1
+					backend.mu.Unlock()
+					if op == memory.OpCreate && first {
+						return network.Transient("create", samplecrdv1.ReasonBackendUnavailable, errors.New("injected"))
+					}
+					return nil
+				})
+			}
+			c, err := network.New(ctx, &controller.Context{
+				SampleClient:          client,
+				SampleInformerFactory: factory,
+				EventRecorder:         func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
+				FieldManager:          "test",
+			}, network.Options{Backend: backend})
+			if err != nil {
+				t.Fatal(err)
+			}
+			factory.Start(ctx.Done())
+			if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+				t.Fatal("cache not synced")
+			}
+			done := make(chan struct{})
+			go func() { defer close(done); c.Run(ctx, 1) }()
+			var cond *metav1.Condition
+			err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				got, err := client.SamplecrdV1().Networks("ns").Get(ctx, "net", metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				cond = meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
+				return cond != nil && cond.Status == metav1.ConditionTrue, nil
+			})
+			if err != nil {
+				t.Errorf("Ready = %+v, want True", cond)
+			}
+			cancel()
+			<-done
+			backend.mu.Lock()
+			defer backend.mu.Unlock()
+			if !slices.Equal(backend.calls, tc.want) {
+				t.Errorf("create calls = %v, want %v", backend.calls, tc.want)
+			}
+		})
 	}
 }

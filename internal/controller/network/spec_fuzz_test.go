@@ -213,6 +213,16 @@ func (b *specBackend) Create(_ context.Context, d Network) (*Network, error) {
 	return &d, nil
 }
 
+func (b *specBackend) CreateNew(ctx context.Context, d Network) (*Network, error) {
+	b.mu.Lock()
+	_, exists := b.nets[d.UID]
+	b.mu.Unlock()
+	if exists {
+		return nil, Permanent("create new", samplecrdv1.ReasonBackendRejected, fmt.Errorf("uid %s exists already", d.UID))
+	}
+	return b.Create(ctx, d)
+}
+
 func (b *specBackend) UpdateGateway(_ context.Context, cur Network, gateway string) (*Network, error) {
 	uid := cur.UID
 	b.mu.Lock()

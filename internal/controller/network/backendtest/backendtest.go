@@ -66,6 +66,7 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"CreateIPv6", testCreateIPv6},
 		{"CreateIsIdempotentByUID", testCreateIdempotent},
 		{"CreateCompletesInterruptedCreate", testCreateCompletes},
+		{"CreateNewThenCreateFindsIt", testCreateNew},
 		{"UpdateGateway", testUpdateGateway},
 		{"UpdateGatewayMissing", testUpdateGatewayMissing},
 		{"Ensure", testEnsure},
@@ -226,6 +227,31 @@ func testCreateIdempotent(t *testing.T, ctx context.Context, s Setup) {
 	}
 }
 
+func testCreateNew(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.7.0.0/16", "10.7.0.1")
+	got, err := s.Backend.CreateNew(ctx, d)
+	if err != nil {
+		t.Fatalf("CreateNew(%v): %v", d, err)
+	}
+	checkMatches(t, "CreateNew", got, d)
+	if g, err := s.Backend.Get(ctx, d.UID); err != nil || g.NetworkID != got.NetworkID || g.SubnetID != got.SubnetID {
+		t.Fatalf("Get after CreateNew = %+v, %v; want %+v", g, err, *got)
+	}
+	// A retry that cannot know what the first attempt did calls Create:
+	// it finds the network, and creates nothing.
+	before := writes(s)
+	again := mustCreate(t, ctx, s.Backend, d)
+	if again.NetworkID != got.NetworkID || again.SubnetID != got.SubnetID {
+		t.Fatalf("Create after CreateNew made another network: %+v, first %+v", *again, *got)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Create after CreateNew wrote %d times, want 0", w)
+	}
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 1 {
+		t.Fatalf("List after CreateNew and Create of one UID = %v, want one", uids)
+	}
+}
+
 func testCreateCompletes(t *testing.T, ctx context.Context, s Setup) {
 	d := desired(1, "10.2.0.0/16", "10.2.0.1")
 	createInterrupted(t, ctx, s, d)
@@ -247,7 +273,7 @@ func testCreateCompletes(t *testing.T, ctx context.Context, s Setup) {
 	// Ensure does the same from the partial state.
 	d2 := desired(2, "10.3.0.0/16", "10.3.0.1")
 	createInterrupted(t, ctx, s, d2)
-	got2, action, err := network.Ensure(ctx, s.Backend, d2, nil)
+	got2, action, err := network.Ensure(ctx, s.Backend, d2, nil, false)
 	if err != nil || action != network.ActionCreated {
 		t.Fatalf("Ensure after an interrupted Create = %v, %q; want created", err, action)
 	}
@@ -297,18 +323,18 @@ func testUpdateGatewayMissing(t *testing.T, ctx context.Context, s Setup) {
 
 func testEnsure(t *testing.T, ctx context.Context, s Setup) {
 	d := desired(1, "10.5.0.0/16", "10.5.0.1")
-	got, action, err := network.Ensure(ctx, s.Backend, d, nil)
+	got, action, err := network.Ensure(ctx, s.Backend, d, nil, true)
 	if err != nil || action != network.ActionCreated {
-		t.Fatalf("Ensure of a new network = %v, %q; want created", err, action)
+		t.Fatalf("Ensure of a network never created = %v, %q; want created", err, action)
 	}
 	checkMatches(t, "Ensure", got, d)
 	before := writes(s)
-	if _, action, err = network.Ensure(ctx, s.Backend, d, got); err != nil || action != network.ActionNone {
+	if _, action, err = network.Ensure(ctx, s.Backend, d, got, false); err != nil || action != network.ActionNone {
 		t.Fatalf("Ensure of an up-to-date network = %v, %q; want nothing done", err, action)
 	}
 	// Not knowing it (a crash before its result was recorded): found, not
 	// created again.
-	again, _, err := network.Ensure(ctx, s.Backend, d, nil)
+	again, _, err := network.Ensure(ctx, s.Backend, d, nil, false)
 	if err != nil || again.NetworkID != got.NetworkID || again.SubnetID != got.SubnetID {
 		t.Fatalf("Ensure of an existing network not known = %+v, %v; want %+v", again, err, got)
 	}
@@ -316,12 +342,12 @@ func testEnsure(t *testing.T, ctx context.Context, s Setup) {
 		t.Fatalf("Ensure of an up-to-date network wrote %d times, want 0", w)
 	}
 	d.Gateway = "10.5.0.254"
-	if got, action, err = network.Ensure(ctx, s.Backend, d, got); err != nil || action != network.ActionUpdated {
+	if got, action, err = network.Ensure(ctx, s.Backend, d, got, false); err != nil || action != network.ActionUpdated {
 		t.Fatalf("Ensure with a new gateway = %v, %q; want updated", err, action)
 	}
 	checkMatches(t, "Ensure with a new gateway", got, d)
 	d.CIDR, d.Gateway = "10.6.0.0/16", "10.6.0.1"
-	_, _, err = network.Ensure(ctx, s.Backend, d, got)
+	_, _, err = network.Ensure(ctx, s.Backend, d, got, false)
 	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonCIDRMismatch {
 		t.Fatalf("Ensure with another cidr = %v, want a permanent %s error", err, samplecrdv1.ReasonCIDRMismatch)
 	}

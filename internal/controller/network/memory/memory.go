@@ -266,6 +266,20 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	return &n, nil
 }
 
+// CreateNew implements network.Backend: Create, refusing with a permanent
+// error a UID the backend already holds a network for (the caller's
+// promise broken, which Neutron would answer with a duplicate network).
+func (b *Backend) CreateNew(ctx context.Context, desired network.Network) (*network.Network, error) {
+	b.mu.Lock()
+	o := b.lookup(desired.UID)
+	b.mu.Unlock()
+	if o != nil {
+		return nil, network.Permanent("create new network", samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"the backend already holds network %s for uid %s, created by an earlier attempt: the caller should have called Create", o.NetworkID, desired.UID))
+	}
+	return b.Create(ctx, desired)
+}
+
 // checkOverlap fails with a permanent error when cidr overlaps a subnet the
 // backend holds (unless overlapping CIDRs are allowed).
 func (b *Backend) checkOverlap(cidr string) error {

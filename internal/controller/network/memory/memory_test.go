@@ -234,3 +234,19 @@ func TestLogs(t *testing.T) {
 		}
 	}
 }
+
+// CreateNew is the caller's promise that nothing of the UID exists: the
+// memory backend refuses it when something does, as a broken promise.
+func TestCreateNewRefusesAnExistingUID(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	b := memory.New()
+	if _, err := b.CreateNew(ctx, example); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateNew(ctx, example); !network.IsPermanent(err) {
+		t.Fatalf("second CreateNew of one UID = %v, want a permanent error", err)
+	}
+	if objs := b.Objects(); len(objs) != 1 {
+		t.Fatalf("%d networks after a refused CreateNew, want 1", len(objs))
+	}
+}

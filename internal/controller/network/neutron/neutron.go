@@ -10,7 +10,9 @@
 // interrupted between creating an object and tagging it, found and
 // completed instead of duplicated), is used: the backend never reads,
 // changes or deletes what it did not create. Neutron takes no tags in a
-// network's or a subnet's POST, hence the tagging after each.
+// network's or a subnet's POST, hence the tagging after each. CreateNew,
+// for a Network no create was ever attempted for, makes no lookup: a
+// network, its tags, a subnet, its tags.
 //
 // The backend authenticates with Keystone v3 (password or application
 // credential; see ConfigFromEnv for the OS_CLOUD / OS_* configuration), takes
@@ -54,8 +56,12 @@ const (
 	// the object.
 	ManagedByTagPrefix = "managed-by="
 
-	// DefaultRequestTimeout bounds each backend call (all its requests).
+	// DefaultRequestTimeout bounds each request to Neutron (a paginated
+	// list's pages together).
 	DefaultRequestTimeout = 30 * time.Second
+	// DefaultMaxConcurrentRequests is how many requests the backend has in
+	// flight to Neutron at most.
+	DefaultMaxConcurrentRequests = 16
 	// DefaultPageSize is how many networks (or subnets) one request of List
 	// asks for.
 	DefaultPageSize = 500
@@ -82,7 +88,7 @@ type Options struct {
 	// catalog's (e.g. http://neutron:9696/).
 	Endpoint string
 	// HTTPClient is the HTTP client of every request (default: a client
-	// with no timeout of its own; RequestTimeout bounds the calls).
+	// with no timeout of its own; RequestTimeout bounds the requests).
 	HTTPClient *http.Client
 	// TLSConfig, when set, replaces the TLS configuration of HTTPClient's
 	// transport (ConfigFromEnv's, from OS_CACERT or clouds.yaml, is used
@@ -93,12 +99,23 @@ type Options struct {
 	// a Neutron project its own value, or their garbage collections would
 	// delete each other's networks.
 	ManagedBy string
-	// RequestTimeout bounds each backend call (default
-	// DefaultRequestTimeout).
+	// RequestTimeout bounds each request to Neutron, a paginated list's
+	// pages together (default DefaultRequestTimeout). It bounds requests,
+	// not whole calls: under load a call's requests each wait their turn
+	// in Neutron, and aborting a call whose requests all progress would
+	// only make its retry do them again.
 	RequestTimeout time.Duration
 	// PageSize is the page size of List's paginated requests (default
 	// DefaultPageSize).
 	PageSize int
+	// MaxConcurrentRequests bounds the requests in flight to Neutron
+	// (default DefaultMaxConcurrentRequests); more wait their turn here,
+	// before their RequestTimeout starts. Past what its API workers serve
+	// at once, Neutron answers every request later without answering more
+	// of them: many more in flight only make requests time out (our
+	// RequestTimeout, or a proxy's) after Neutron did their work, and
+	// their retries do it again.
+	MaxConcurrentRequests int
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 }
@@ -109,6 +126,8 @@ type Backend struct {
 	managedBy string
 	timeout   time.Duration
 	pageSize  int
+	// inflight holds a token per request in flight (MaxConcurrentRequests).
+	inflight chan struct{}
 	// projectID is the project the token is scoped to. Every lookup is
 	// limited to it: an admin's token sees every project's networks, and
 	// another project's network is never ours, whatever its tags say.
@@ -125,6 +144,11 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if b.pageSize <= 0 {
 		b.pageSize = DefaultPageSize
 	}
+	maxInFlight := opts.MaxConcurrentRequests
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxConcurrentRequests
+	}
+	b.inflight = make(chan struct{}, maxInFlight)
 	if b.managedBy == "" {
 		b.managedBy = network.ManagedBy
 	}
@@ -331,16 +355,33 @@ func canonicalIP(s string) string {
 
 // --- Neutron calls ---
 
-func (b *Backend) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, b.timeout)
+// request waits for a turn among MaxConcurrentRequests, then bounds one
+// request to Neutron (RequestTimeout); the returned func ends the turn. When
+// ctx ends first, it returns ctx, and the request fails at once with its
+// error.
+func (b *Backend) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	select {
+	case b.inflight <- struct{}{}:
+	case <-ctx.Done():
+		return ctx, func() {}
+	}
+	rctx, cancel := context.WithTimeout(ctx, b.timeout)
+	return rctx, func() {
+		cancel()
+		<-b.inflight
+	}
 }
 
 func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
+	ctx, cancel := b.request(ctx)
+	defer cancel()
 	opts.ProjectID = b.projectID
 	return listAll(ctx, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
 }
 
 func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
+	ctx, cancel := b.request(ctx)
+	defer cancel()
 	opts.ProjectID = b.projectID
 	return listAll(ctx, "list subnets", subnets.List(b.client, opts), subnets.ExtractSubnets)
 }
@@ -419,8 +460,6 @@ func networkIDs(nets []networks.Network) []string {
 
 // Get implements network.Backend.
 func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, error) {
-	ctx, cancel := b.withTimeout(ctx)
-	defer cancel()
 	n, s, err := b.get(ctx, uid)
 	if err != nil {
 		return nil, err
@@ -436,6 +475,8 @@ func (b *Backend) tag(ctx context.Context, resource, id string, existing []strin
 			tags = append(tags, t)
 		}
 	}
+	ctx, cancel := b.request(ctx)
+	defer cancel()
 	res, err := attributestags.ReplaceAll(ctx, b.client, resource, id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
 	if err != nil {
 		return nil, classify("tag "+strings.TrimSuffix(resource, "s")+" "+id, err)
@@ -445,8 +486,18 @@ func (b *Backend) tag(ctx context.Context, resource, id string, existing []strin
 
 // Create implements network.Backend.
 func (b *Backend) Create(ctx context.Context, desired network.Network) (*network.Network, error) {
-	ctx, cancel := b.withTimeout(ctx)
-	defer cancel()
+	return b.create(ctx, desired, true)
+}
+
+// CreateNew implements network.Backend: Create without the lookup, four
+// requests.
+func (b *Backend) CreateNew(ctx context.Context, desired network.Network) (*network.Network, error) {
+	return b.create(ctx, desired, false)
+}
+
+// create creates the network and subnet of desired; lookup looks first for
+// what an earlier attempt left.
+func (b *Backend) create(ctx context.Context, desired network.Network, lookup bool) (*network.Network, error) {
 	logger := klog.FromContext(ctx).WithValues("network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID)
 
 	if desired.UID == "" {
@@ -466,9 +517,11 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	// interrupted before it was tagged (Neutron takes no tags in a network's
 	// POST). Networks that existed before the controller started are known
 	// from its List, whatever happened to their descriptions since.
-	found, err := b.listNetworks(ctx, networks.ListOpts{Description: desc})
-	if err != nil {
-		return nil, err
+	var found []networks.Network
+	if lookup {
+		if found, err = b.listNetworks(ctx, networks.ListOpts{Description: desc}); err != nil {
+			return nil, err
+		}
 	}
 	slices.SortStableFunc(found, func(x, y networks.Network) int { return x.CreatedAt.Compare(y.CreatedAt) })
 	var net *networks.Network
@@ -488,7 +541,9 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 		}
 		if net == nil {
 			adminUp := true
-			net, err = networks.Create(ctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).Extract()
+			rctx, cancel := b.request(ctx)
+			net, err = networks.Create(rctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).Extract()
+			cancel()
 			if err != nil {
 				return nil, classify("create network", err)
 			}
@@ -516,9 +571,11 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 			version = gophercloud.IPv6
 		}
 		gw := desired.Gateway
-		sub, err = subnets.Create(ctx, b.client, subnets.CreateOpts{
+		rctx, cancel := b.request(ctx)
+		sub, err = subnets.Create(rctx, b.client, subnets.CreateOpts{
 			NetworkID: net.ID, Name: name, Description: desc, CIDR: desired.CIDR, IPVersion: version, GatewayIP: &gw,
 		}).Extract()
+		cancel()
 		if err != nil {
 			return nil, classify("create subnet", err)
 		}
@@ -536,8 +593,6 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 // UpdateGateway implements network.Backend: one request when cur carries
 // the subnet's ID and CIDR (as Create, Get and List return it).
 func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gateway string) (*network.Network, error) {
-	ctx, cancel := b.withTimeout(ctx)
-	defer cancel()
 	if cur.SubnetID == "" || cur.NetworkID == "" || cur.CIDR == "" {
 		n, s, err := b.get(ctx, cur.UID)
 		if err != nil {
@@ -560,7 +615,9 @@ func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gatewa
 	if err != nil {
 		return nil, network.Permanent("update gateway of subnet", samplecrdv1.ReasonBackendRejected, err)
 	}
-	s, err := subnets.Update(ctx, b.client, cur.SubnetID, subnets.UpdateOpts{GatewayIP: &gw, AllocationPools: pools}).Extract()
+	rctx, cancel := b.request(ctx)
+	s, err := subnets.Update(rctx, b.client, cur.SubnetID, subnets.UpdateOpts{GatewayIP: &gw, AllocationPools: pools}).Extract()
+	cancel()
 	if err != nil {
 		return nil, classify("update gateway of subnet "+cur.SubnetID, err)
 	}
@@ -573,8 +630,6 @@ func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gatewa
 
 // Delete implements network.Backend.
 func (b *Backend) Delete(ctx context.Context, target network.Network) error {
-	ctx, cancel := b.withTimeout(ctx)
-	defer cancel()
 	logger := klog.FromContext(ctx).WithValues("uid", target.UID)
 	if target.UID == "" {
 		return nil
@@ -609,7 +664,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 				foreign = append(foreign, s.ID)
 				continue
 			}
-			if err := subnets.Delete(ctx, b.client, s.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			if err := b.deleteSubnet(ctx, s.ID); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 				return classify("delete subnet "+s.ID, err)
 			}
 			logger.Info("Deleted Neutron subnet", "networkID", n.ID, "subnetID", s.ID)
@@ -621,7 +676,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 				"the network also holds subnets this controller did not create (%s): delete them and the delete goes on",
 				strings.Join(foreign, ", ")))
 		}
-		if err := networks.Delete(ctx, b.client, n.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := b.deleteNetwork(ctx, n.ID); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return classify("delete network "+n.ID, err)
 		}
 		logger.Info("Deleted Neutron network", "networkID", n.ID, "name", n.Name)
@@ -629,11 +684,21 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 	return nil
 }
 
+func (b *Backend) deleteSubnet(ctx context.Context, id string) error {
+	ctx, cancel := b.request(ctx)
+	defer cancel()
+	return subnets.Delete(ctx, b.client, id).ExtractErr()
+}
+
+func (b *Backend) deleteNetwork(ctx context.Context, id string) error {
+	ctx, cancel := b.request(ctx)
+	defer cancel()
+	return networks.Delete(ctx, b.client, id).ExtractErr()
+}
+
 // List implements network.Backend: two paginated lists filtered by the
 // managed-by tag, networks and subnets, whatever the number of Networks.
 func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
-	ctx, cancel := b.withTimeout(ctx)
-	defer cancel()
 	nets, err := b.listNetworks(ctx, networks.ListOpts{Tags: b.managedTag(), Limit: b.pageSize})
 	if err != nil {
 		return nil, err
