@@ -178,8 +178,9 @@ func (r *run) contend(ctx context.Context, name, peerBin string) (c *Contender, 
 }
 
 // createRate is the direct create rate of n Ingresses like the controller's
-// at concurrency 64 (the limit phase's best concurrency on 2 cores), with
-// them watched meanwhile as in the limit phase; they are deleted after.
+// at concurrency 64, the limit phase's highest (a fresh control plane gets
+// one measurement, not the limit phase's sweep), with them watched
+// meanwhile as in the limit phase; they are deleted after.
 func (r *run) createRate(ctx context.Context, client kubernetes.Interface, n int) (float64, error) {
 	b, err := ingressmanager.NewBuilder(ingressmanager.Config{FieldManager: "bench"})
 	if err != nil {

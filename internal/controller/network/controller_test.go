@@ -43,28 +43,14 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(10)
 	mem := memory.New()
-	c, err := network.New(ctx, &controller.Context{
-		SampleClient:          client,
-		SampleInformerFactory: factory,
-		EventRecorder:         func(string) record.EventRecorder { return recorder },
-		FieldManager:          "test",
-	}, network.Options{Backend: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
-		t.Fatal("cache not synced")
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx, 1) }()
+	done := runController(ctx, t, client, factory, recorder, mem)
 
 	ev := <-recorder.Events
 	if want := "Warning InvalidSpec"; len(ev) < len(want) || ev[:len(want)] != want {
 		t.Errorf("event = %q, want %s ...", ev, want)
 	}
 	var cond *metav1.Condition
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := client.SamplecrdV1().Networks("ns").Get(ctx, "bad", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -80,6 +66,30 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 	if s := mem.Stats(); s.Writes() != 0 || s.Gets != 0 {
 		t.Errorf("backend saw %+v for an invalid spec, want nothing", s)
 	}
+}
+
+// runController starts the factory and a network controller on backend
+// with one worker, once its caches synced; done closes when it returned
+// (after ctx ends).
+func runController(ctx context.Context, t *testing.T, client *fake.Clientset, factory externalversions.SharedInformerFactory,
+	recorder record.EventRecorder, backend network.Backend) (done <-chan struct{}) {
+	t.Helper()
+	c, err := network.New(ctx, &controller.Context{
+		SampleClient:          client,
+		SampleInformerFactory: factory,
+		EventRecorder:         func(string) record.EventRecorder { return recorder },
+		FieldManager:          "test",
+	}, network.Options{Backend: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+		t.Fatal("cache not synced")
+	}
+	ch := make(chan struct{})
+	go func() { defer close(ch); c.Run(ctx, 1) }()
+	return ch
 }
 
 // recordingBackend records which create method the controller calls.
@@ -151,23 +161,9 @@ func TestCreateNewOnlyForTheFirstAttemptAfterTheFinalizer(t *testing.T) {
 					return nil
 				})
 			}
-			c, err := network.New(ctx, &controller.Context{
-				SampleClient:          client,
-				SampleInformerFactory: factory,
-				EventRecorder:         func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
-				FieldManager:          "test",
-			}, network.Options{Backend: backend})
-			if err != nil {
-				t.Fatal(err)
-			}
-			factory.Start(ctx.Done())
-			if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
-				t.Fatal("cache not synced")
-			}
-			done := make(chan struct{})
-			go func() { defer close(done); c.Run(ctx, 1) }()
+			done := runController(ctx, t, client, factory, record.NewFakeRecorder(100), backend)
 			var cond *metav1.Condition
-			err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 				got, err := client.SamplecrdV1().Networks("ns").Get(ctx, "net", metav1.GetOptions{})
 				if err != nil {
 					return false, err
