@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	certutil "k8s.io/client-go/util/cert"
@@ -71,10 +70,10 @@ type authorizeFunc func(ctx context.Context, user *authenticationv1.UserInfo, ve
 // authorization, done here with client-go: that package brings a generic
 // API server's dependencies (CEL, gRPC, OpenTelemetry) into the binary and
 // its memory, for two API calls and two caches.
-func withAuthnAuthz(ctx context.Context, client kubernetes.Interface, h http.Handler) (http.Handler, error) {
+func withAuthnAuthz(ctx context.Context, authn authenticationv1client.AuthenticationV1Interface, authz authorizationv1client.AuthorizationV1Interface, h http.Handler) (http.Handler, error) {
 	rv := &reviewer{
-		tokens: client.AuthenticationV1().TokenReviews(),
-		access: client.AuthorizationV1().SubjectAccessReviews(),
+		tokens: authn.TokenReviews(),
+		access: authz.SubjectAccessReviews(),
 		authn:  utilcache.NewLRUExpireCache(authCacheSize),
 		authz:  utilcache.NewLRUExpireCache(authCacheSize),
 	}

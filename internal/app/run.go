@@ -16,17 +16,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 	"github.com/kube-sample/controller-manager/internal/metrics"
@@ -48,9 +52,9 @@ var ErrLeaderElectionLost = errors.New("leader election lost")
 
 // Manager runs the enabled controllers on shared informers.
 type Manager struct {
-	opts    *Options
-	client  kubernetes.Interface
-	factory informers.SharedInformerFactory
+	opts      *Options
+	client    *kubeClients
+	informers *controller.Informers
 	// sampleFactory informs on samplecrd.k8s.io types.
 	sampleFactory externalversions.SharedInformerFactory
 	broadcaster   record.EventBroadcaster
@@ -101,6 +105,53 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// kubeClients are the typed clients of the built-in API groups the manager
+// uses. They share one HTTP client (one connection to the API server) and
+// one rate limiter of --kube-api-qps/--kube-api-burst, as a
+// kubernetes.Clientset's groups do; the manager does not build a Clientset:
+// kubernetes.Interface names every API group of client-go, and the linker
+// then keeps the type descriptors of all their typed clients and apply
+// configurations, which the process maps in full at start-up.
+type kubeClients struct {
+	core           corev1client.CoreV1Interface
+	networking     networkingv1client.NetworkingV1Interface
+	coordination   coordinationv1client.CoordinationV1Interface
+	authentication authenticationv1client.AuthenticationV1Interface
+	authorization  authorizationv1client.AuthorizationV1Interface
+	discovery      discovery.DiscoveryInterface
+}
+
+func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	c := &kubeClients{}
+	if c.core, err = corev1client.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("creating the core/v1 client: %w", err)
+	}
+	if c.networking, err = networkingv1client.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("creating the networking.k8s.io/v1 client: %w", err)
+	}
+	if c.coordination, err = coordinationv1client.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("creating the coordination.k8s.io/v1 client: %w", err)
+	}
+	if c.authentication, err = authenticationv1client.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("creating the authentication.k8s.io/v1 client: %w", err)
+	}
+	if c.authorization, err = authorizationv1client.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("creating the authorization.k8s.io/v1 client: %w", err)
+	}
+	if c.discovery, err = discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	return c, nil
+}
+
 // The event broadcaster records the Events of every controller and of
 // leader election (patch when client-go aggregates repeats).
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -122,9 +173,9 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 	kubeCfg := rest.CopyConfig(cfg)
 	kubeCfg.ContentType = runtime.ContentTypeProtobuf
 	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	client, err := kubernetes.NewForConfig(kubeCfg)
+	client, err := newKubeClients(kubeCfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+		return nil, err
 	}
 
 	sampleClient, err := versioned.NewForConfig(cfg)
@@ -132,15 +183,16 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		return nil, fmt.Errorf("creating the samplecrd client: %w", err)
 	}
 
-	gatewayClient, err := gatewayclient.NewForConfig(cfg)
+	gatewayClient, err := gatewayv1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Gateway API client: %w", err)
 	}
 
 	m := &Manager{opts: o, client: client}
-	m.factory = informers.NewSharedInformerFactoryWithOptions(client, o.ResyncPeriod,
-		informers.WithNamespace(o.Namespace),
-		informers.WithTransform(CacheTransform(o.FieldManager)))
+	m.informers = controller.NewInformers(controller.InformersConfig{
+		Core: client.core, Networking: client.networking,
+		Namespace: o.Namespace, ResyncPeriod: o.ResyncPeriod, Transform: CacheTransform(o.FieldManager),
+	})
 	m.sampleFactory = externalversions.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod,
 		externalversions.WithNamespace(o.Namespace),
 		externalversions.WithTransform(CacheTransform(o.FieldManager)))
@@ -150,13 +202,14 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 	}
 
 	cctx := &controller.Context{
-		KubeClient:            client,
-		InformerFactory:       m.factory,
+		Core:                  client.core,
+		Networking:            client.networking,
+		Informers:             m.informers,
 		SampleClient:          sampleClient,
 		SampleInformerFactory: m.sampleFactory,
-		GatewayClient:         gatewayClient,
+		Gateway:               gatewayClient,
 		Transform:             CacheTransform(o.FieldManager),
-		Discovery:             client.Discovery(),
+		Discovery:             client.discovery,
 		EventRecorder: func(component string) record.EventRecorder {
 			return m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},
@@ -187,7 +240,7 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 		klog.FromContext(ctx).Info("Warning: --metrics-secure=false serves /metrics in plain HTTP to anyone who can connect; use it on 127.0.0.1 only", "address", o.MetricsBindAddress)
 	}
 	if o.MetricsSecure && o.MetricsBindAddress != "0" {
-		if m.metricsHandler, err = withAuthnAuthz(ctx, client, m.metricsHandler); err != nil {
+		if m.metricsHandler, err = withAuthnAuthz(ctx, client.authentication, client.authorization, m.metricsHandler); err != nil {
 			return nil, err
 		}
 		if m.metricsTLS, m.runMetricsTLS, err = servingTLSConfig(ctx, o.TLSCertFile, o.TLSPrivateKeyFile); err != nil {
@@ -266,13 +319,13 @@ func (m *Manager) Run(ctx context.Context) error {
 	serveOn(serversCtx, &servers, "health", m.healthLn, m.health.handler(), nil)
 
 	m.broadcaster.StartStructuredLogging(3)
-	m.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
+	m.broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: m.client.core.Events("")})
 	defer m.broadcaster.Shutdown()
 
 	// Informers run for as long as the manager, leader or not, so a standby
 	// is ready to take over with warm caches.
 	informersStop := make(chan struct{})
-	m.factory.Start(informersStop)
+	m.informers.Start(informersStop)
 	m.sampleFactory.Start(informersStop)
 	warmCtx, stopWarm := context.WithCancel(klog.NewContext(context.Background(), logger))
 	var warming sync.WaitGroup
@@ -285,7 +338,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		stopWarm()
 		warming.Wait()
 		close(informersStop)
-		m.factory.Shutdown()
+		m.informers.Shutdown()
 		m.sampleFactory.Shutdown()
 	}()
 	go func() {
@@ -428,7 +481,7 @@ func (m *Manager) newElector(ctx context.Context, id string, t *leadership, canc
 	le := &o.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock,
 		le.ResourceNamespace, le.ResourceName,
-		m.client.CoreV1(), m.client.CoordinationV1(),
+		m.client.core, m.client.coordination,
 		resourcelock.ResourceLockConfig{
 			Identity:      id,
 			EventRecorder: m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "controller-manager", Host: id}),

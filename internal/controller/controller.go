@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
@@ -47,19 +47,21 @@ type Warmer interface {
 // controllers read it. The manager starts the factories after every enabled
 // controller has been constructed.
 type Context struct {
-	// KubeClient talks to the API server with the manager's QPS/burst.
-	KubeClient kubernetes.Interface
-	// InformerFactory is the shared factory for built-in types, scoped to
-	// --namespace and stripped of managedFields.
-	InformerFactory informers.SharedInformerFactory
+	// Core and Networking talk to the API server's core/v1 and
+	// networking.k8s.io/v1 with the manager's QPS/burst.
+	Core       corev1client.CoreV1Interface
+	Networking networkingv1client.NetworkingV1Interface
+	// Informers is the shared informers of built-in kinds, scoped to
+	// --namespace and transformed (see Transform).
+	Informers *Informers
 	// SampleClient talks to the samplecrd.k8s.io API (JSON: custom resources
 	// have no protobuf encoding).
 	SampleClient versioned.Interface
 	// SampleInformerFactory is the shared factory for samplecrd.k8s.io types,
-	// scoped and transformed like InformerFactory.
+	// scoped and transformed like Informers.
 	SampleInformerFactory externalversions.SharedInformerFactory
-	// GatewayClient talks to the gateway.networking.k8s.io API (JSON).
-	GatewayClient gatewayclient.Interface
+	// Gateway talks to the gateway.networking.k8s.io/v1 API (JSON).
+	Gateway gatewayv1client.GatewayV1Interface
 	// Transform is the shared factories' informer transform, for informers
 	// a controller starts itself.
 	Transform cache.TransformFunc

@@ -5,7 +5,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	"k8s.io/client-go/kubernetes"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -43,9 +43,9 @@ func (b *Builder) NeedsUpdate(live, desired *networkingv1.Ingress) (bool, error)
 
 // ingressWriter is the write path of Ingresses (client may be nil for
 // needsUpdate alone).
-func ingressWriter(client kubernetes.Interface, fieldManager string, recorder record.EventRecorder) *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
+func ingressWriter(client networkingv1client.NetworkingV1Interface, fieldManager string, recorder record.EventRecorder) *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
 	ingresses := func(namespace string) typedClient[*networkingv1.Ingress] {
-		return client.NetworkingV1().Ingresses(namespace)
+		return client.Ingresses(namespace)
 	}
 	return newWriter("Ingress", writeReasons{ReasonIngressCreated, ReasonIngressUpdated, ReasonIngressDeleted, ReasonIngressExists}, ingresses, fieldManager, recorder, networkingv1ac.Ingress, extractIngress,
 		func(ac *networkingv1ac.IngressApplyConfiguration) { ac.Status = nil })

@@ -24,7 +24,7 @@ func TestApplyRequest(t *testing.T) {
 		return true, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: got.Name, Namespace: got.Namespace}}, nil
 	})
 	ac := mustApplyConfiguration(t, seedConstructIngress(service(nil, port("http", 80))))
-	w := ingressWriter(client, "mgr", nil)
+	w := ingressWriter(client.NetworkingV1(), "mgr", nil)
 	if err := w.apply(context.Background(), *ac.Namespace, *ac.Name, ac); err != nil {
 		t.Fatal(err)
 	}

@@ -104,16 +104,16 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	if err != nil {
 		return nil, err
 	}
-	svcInformer := cctx.InformerFactory.Core().V1().Services()
-	ingInformer := cctx.InformerFactory.Networking().V1().Ingresses()
+	svcInformer := cctx.Informers.Services()
+	ingInformer := cctx.Informers.Ingresses()
 	recorder := cctx.EventRecorder(Name)
 	c := &Controller{
 		services:  svcInformer.Lister(),
 		ingresses: ingInformer.Lister(),
 		recorder:  recorder,
 		builder:   builder,
-		ingress:   ingressWriter(cctx.KubeClient, builder.FieldManager(), recorder),
-		route:     routeWriter(cctx.GatewayClient, builder.FieldManager(), recorder),
+		ingress:   ingressWriter(cctx.Networking, builder.FieldManager(), recorder),
+		route:     routeWriter(cctx.Gateway, builder.FieldManager(), recorder),
 		notes:     notes{recorder: recorder, sent: map[cache.ObjectName]map[string]string{}},
 		settling:  settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
 	}
@@ -129,7 +129,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	}
 	c.gateway = &gatewayAPI{
 		discovery: cctx.Discovery,
-		client:    cctx.GatewayClient,
+		client:    cctx.Gateway,
 		namespace: cctx.Namespace,
 		resync:    cctx.ResyncPeriod,
 		transform: cctx.Transform,

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -20,10 +19,11 @@ func newTestController(t testing.TB) *Controller {
 	t.Helper()
 	client := fake.NewClientset()
 	c, err := New(context.Background(), &controller.Context{
-		KubeClient:      client,
-		InformerFactory: informers.NewSharedInformerFactory(client, 0),
-		EventRecorder:   func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
-		FieldManager:    "test",
+		Core:          client.CoreV1(),
+		Networking:    client.NetworkingV1(),
+		Informers:     controller.NewInformers(controller.InformersConfig{Core: client.CoreV1(), Networking: client.NetworkingV1(), Client: client}),
+		EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
+		FieldManager:  "test",
 	}, Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 )
 
 // RouteApplyConfiguration returns the server-side-apply configuration of
@@ -22,9 +22,9 @@ func RouteApplyConfiguration(desired *gatewayv1.HTTPRoute) (*gatewayv1ac.HTTPRou
 
 // routeWriter is the write path of HTTPRoutes (client may be nil for
 // needsUpdate alone).
-func routeWriter(client gatewayclient.Interface, fieldManager string, recorder record.EventRecorder) *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
+func routeWriter(client gatewayv1client.GatewayV1Interface, fieldManager string, recorder record.EventRecorder) *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
 	routes := func(namespace string) typedClient[*gatewayv1.HTTPRoute] {
-		return client.GatewayV1().HTTPRoutes(namespace)
+		return client.HTTPRoutes(namespace)
 	}
 	return newWriter("HTTPRoute", writeReasons{ReasonHTTPRouteCreated, ReasonHTTPRouteUpdated, ReasonHTTPRouteDeleted, ReasonHTTPRouteExists}, routes, fieldManager, recorder, gatewayv1ac.HTTPRoute, extractHTTPRoute,
 		func(ac *gatewayv1ac.HTTPRouteApplyConfiguration) { ac.Status = nil })

@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -78,16 +79,29 @@ type writer[T object, AC any] struct {
 	// created holds, per object this process created and whose informer
 	// event has not brought its Service back yet, what the create answered:
 	// the object at that ResourceVersion and UID is the one created from
-	// that desired object, so the sync it brings needs no comparison of
-	// fields (see createdAs). One entry per create in flight.
+	// the desired object of that digest, so the sync it brings needs no
+	// comparison of fields (see createdAs). One entry per create in flight,
+	// a few dozen bytes: a cold start holds one per Service until the
+	// informer events come back.
 	created sync.Map // types.NamespacedName -> createdObject
 }
 
-// createdObject is what a create of desired answered.
-type createdObject[T object] struct {
+// createdObject is what a create answered, and the digest of what it sent.
+type createdObject struct {
 	uid             types.UID
 	resourceVersion string
-	desired         T
+	desired         [sha256.Size]byte
+}
+
+// digest is the SHA-256 of desired's JSON encoding, which is deterministic
+// for API types (struct fields in order, map keys sorted): equal digests
+// are equal objects. ok is false when desired does not encode.
+func digest(desired runtime.Object) (sum [sha256.Size]byte, ok bool) {
+	data, err := json.Marshal(desired)
+	if err != nil {
+		return sum, false
+	}
+	return sha256.Sum256(data), true
 }
 
 // writeReasons are the Event reasons of one kind's writes, and of a
@@ -232,8 +246,12 @@ func (w *writer[T, AC]) createdAs(live, desired T) bool {
 	if !ok {
 		return false
 	}
-	c := v.(createdObject[T])
-	return c.uid == live.GetUID() && c.resourceVersion == live.GetResourceVersion() && equality.Semantic.DeepEqual(c.desired, desired)
+	c := v.(createdObject)
+	if c.uid != live.GetUID() || c.resourceVersion != live.GetResourceVersion() {
+		return false
+	}
+	sum, ok := digest(desired)
+	return ok && sum == c.desired
 }
 
 // forget drops what create remembered of the object key (its Service is
@@ -251,8 +269,10 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 	}
 	var zero T
 	if obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" {
-		w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()},
-			createdObject[T]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), desired: desired})
+		if sum, ok := digest(desired); ok {
+			w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()},
+				createdObject{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), desired: sum})
+		}
 	}
 	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
 	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.created, "Created %s %s", w.kind, desired.GetName())

@@ -53,7 +53,7 @@ type podState struct {
 
 // New builds the controller on the shared Pod informer.
 func New(ctx context.Context, cctx *controller.Context) (*Controller, error) {
-	informer := cctx.InformerFactory.Core().V1().Pods()
+	informer := cctx.Informers.Pods()
 	c := &Controller{
 		lister: informer.Lister(),
 		seen:   map[cache.ObjectName]podState{},

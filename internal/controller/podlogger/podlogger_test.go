@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -69,8 +68,8 @@ func TestFailingSyncIsRetriedFiveTimesThenDropped(t *testing.T) {
 			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 			defer cancel()
 			client := fake.NewClientset()
-			factory := informers.NewSharedInformerFactory(client, 0)
-			c, err := New(ctx, &controller.Context{KubeClient: client, InformerFactory: factory, DrainTimeout: time.Second})
+			factory := controller.NewInformers(controller.InformersConfig{Core: client.CoreV1(), Networking: client.NetworkingV1(), Client: client})
+			c, err := New(ctx, &controller.Context{Core: client.CoreV1(), Informers: factory, DrainTimeout: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
