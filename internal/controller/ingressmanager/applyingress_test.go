@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 )
 
 // TestApplyRequest: the writer's apply sends the same server-side apply as
@@ -35,5 +36,50 @@ func TestApplyRequest(t *testing.T) {
 	opts := got.PatchOptions
 	if opts.FieldManager != "mgr" || opts.Force == nil || !*opts.Force || opts.FieldValidation != metav1.FieldValidationIgnore {
 		t.Errorf("patch options = %+v, want field manager mgr, force, field validation Ignore", opts)
+	}
+}
+
+// TestCreatedAs: the sync a create's own event brings skips the comparison
+// only for the object the create answered (same UID and ResourceVersion)
+// and the same desired state, once.
+func TestCreatedAs(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "ingresses", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		ing := action.(k8stesting.CreateAction).GetObject().(*networkingv1.Ingress).DeepCopy()
+		ing.UID, ing.ResourceVersion = "uid-1", "7"
+		return true, ing, nil
+	})
+	svc := service(nil, port("http", 80))
+	desired := seedConstructIngress(svc)
+	w := ingressWriter(client.NetworkingV1(), "mgr", record.NewFakeRecorder(10))
+	live := func(uid types.UID, rv string) *networkingv1.Ingress {
+		ing := desired.DeepCopy()
+		ing.UID, ing.ResourceVersion = uid, rv
+		return ing
+	}
+	changed := desired.DeepCopy()
+	changed.Spec.Rules[0].Host = "other.example.com"
+	for _, tc := range []struct {
+		name    string
+		live    *networkingv1.Ingress
+		desired *networkingv1.Ingress
+		want    bool
+	}{
+		{"the created object", live("uid-1", "7"), desired, true},
+		{"changed since", live("uid-1", "8"), desired, false},
+		{"another object", live("uid-2", "7"), desired, false},
+		{"another desired state", live("uid-1", "7"), changed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := w.create(context.Background(), svc, desired.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.createdAs(tc.live, tc.desired); got != tc.want {
+				t.Errorf("createdAs = %v, want %v", got, tc.want)
+			}
+			if w.createdAs(live("uid-1", "7"), desired) {
+				t.Error("createdAs = true a second time: the create was not forgotten")
+			}
+		})
 	}
 }
