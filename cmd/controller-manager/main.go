@@ -10,5 +10,6 @@ import (
 )
 
 func main() {
+	app.SetDefaultGCPercent()
 	os.Exit(cli.Run(app.NewCommand()))
 }
