@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -85,64 +86,71 @@ func (s Shared[L]) Lister() L { return s.lister }
 
 // Services is the shared Service informer.
 func (f *Informers) Services() Shared[corev1listers.ServiceLister] {
-	i := f.informerFor("services", &corev1.Service{},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return f.core.Services(f.namespace).List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return f.core.Services(f.namespace).Watch(ctx, o)
-		})
+	i := f.informerFor("services", func() cache.SharedIndexInformer {
+		return NewSharedInformer[*corev1.ServiceList](f.core.Services(f.namespace), &corev1.Service{}, f.resync, f.transform, f.client)
+	})
 	return Shared[corev1listers.ServiceLister]{i, corev1listers.NewServiceLister(i.GetIndexer())}
 }
 
 // Pods is the shared Pod informer.
 func (f *Informers) Pods() Shared[corev1listers.PodLister] {
-	i := f.informerFor("pods", &corev1.Pod{},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return f.core.Pods(f.namespace).List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return f.core.Pods(f.namespace).Watch(ctx, o)
-		})
+	i := f.informerFor("pods", func() cache.SharedIndexInformer {
+		return NewSharedInformer[*corev1.PodList](f.core.Pods(f.namespace), &corev1.Pod{}, f.resync, f.transform, f.client)
+	})
 	return Shared[corev1listers.PodLister]{i, corev1listers.NewPodLister(i.GetIndexer())}
 }
 
 // Ingresses is the shared Ingress informer.
 func (f *Informers) Ingresses() Shared[networkingv1listers.IngressLister] {
-	i := f.informerFor("ingresses.networking.k8s.io", &networkingv1.Ingress{},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return f.networking.Ingresses(f.namespace).List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return f.networking.Ingresses(f.namespace).Watch(ctx, o)
-		})
+	i := f.informerFor("ingresses.networking.k8s.io", func() cache.SharedIndexInformer {
+		return NewSharedInformer[*networkingv1.IngressList](f.networking.Ingresses(f.namespace), &networkingv1.Ingress{}, f.resync, f.transform, f.client)
+	})
 	return Shared[networkingv1listers.IngressLister]{i, networkingv1listers.NewIngressLister(i.GetIndexer())}
 }
 
-// informerFor returns the informer of resource, creating it on first use
-// the way client-go's generated informers are: a namespace index, the
-// resync period, the transform, watch-list semantics when the client has
-// them.
-func (f *Informers) informerFor(resource string, obj runtime.Object, list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.SharedIndexInformer {
+// informerFor returns the informer of resource, made by newInformer on
+// first use.
+func (f *Informers) informerFor(resource string, newInformer func() cache.SharedIndexInformer) cache.SharedIndexInformer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if i, ok := f.informers[resource]; ok {
 		return i
 	}
+	i := newInformer()
+	f.informers[resource] = i
+	return i
+}
+
+// ListWatcher is the list and watch of one kind, as a generated typed
+// client scoped to a namespace has them; L is the kind's list type.
+type ListWatcher[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// NewSharedInformer returns an informer of obj on client, built the way
+// client-go's generated informers are: a namespace index, the resync
+// period, transform (when not nil), and watch-list semantics unless
+// semantics (the clientset, say a fake one) reports it has none.
+func NewSharedInformer[L runtime.Object](client ListWatcher[L], obj runtime.Object, resync time.Duration, transform cache.TransformFunc, semantics any) cache.SharedIndexInformer {
 	i := cache.NewSharedIndexInformerWithOptions(
-		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}, f.client),
+		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.List(ctx, o)
+			},
+			WatchFuncWithContext: client.Watch,
+		}, semantics),
 		obj,
 		cache.SharedIndexInformerOptions{
-			ResyncPeriod: f.resync,
+			ResyncPeriod: resync,
 			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		})
-	if f.transform != nil {
-		if err := i.SetTransform(f.transform); err != nil {
+	if transform != nil {
+		if err := i.SetTransform(transform); err != nil {
 			// Only an informer already started refuses one; this one is new.
-			klog.Background().Error(err, "Setting the informer transform", "resource", resource)
+			klog.Background().Error(err, "Setting the informer transform", "type", fmt.Sprintf("%T", obj))
 		}
 	}
-	f.informers[resource] = i
 	return i
 }
 

@@ -7,15 +7,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
 )
 
 // DefaultGatewayAPICheckInterval is how often the controller asks discovery
@@ -119,37 +118,12 @@ func (g *gatewayAPI) run(ctx context.Context, installed func()) {
 // authenticated user may read; the HTTPRoute informer needs list and watch.
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=list;watch
 
-// newInformer returns an HTTPRoute informer built as the generated one is
-// (namespace index, resync, transform), on the gateway.networking.k8s.io/v1
-// client alone: the generated factory's interfaces name every version of
-// the Gateway API, whose types the linker would then keep.
-func (g *gatewayAPI) newInformer() cache.SharedIndexInformer {
-	informer := cache.NewSharedIndexInformerWithOptions(
-		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return g.client.HTTPRoutes(g.namespace).List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return g.client.HTTPRoutes(g.namespace).Watch(ctx, o)
-			},
-		}, g.client),
-		&gatewayv1.HTTPRoute{},
-		cache.SharedIndexInformerOptions{
-			ResyncPeriod: g.resync,
-			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		})
-	if g.transform != nil {
-		if err := informer.SetTransform(g.transform); err != nil {
-			// Only an informer already started refuses one; this one is new.
-			klog.Background().Error(err, "Setting the HTTPRoute informer transform")
-		}
-	}
-	return informer
-}
-
 func (g *gatewayAPI) start(ctx context.Context, installed func()) {
 	logger := klog.FromContext(ctx)
-	informer := g.newInformer()
+	// On the gateway.networking.k8s.io/v1 client alone: the generated
+	// factory's interfaces name every version of the Gateway API, whose
+	// types the linker would then keep.
+	informer := controller.NewSharedInformer[*gatewayv1.HTTPRouteList](g.client.HTTPRoutes(g.namespace), &gatewayv1.HTTPRoute{}, g.resync, g.transform, g.client)
 	reg, err := informer.AddEventHandlerWithOptions(g.handler, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		logger.Error(err, "Cannot watch HTTPRoutes; Services that ask for a Gateway keep an Ingress")
