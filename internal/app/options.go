@@ -29,6 +29,8 @@ type Options struct {
 	Master       string
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	EventQPS     float32
+	EventBurst   int
 
 	// Controllers.
 	Controllers     []string
@@ -78,6 +80,12 @@ const (
 	// the measurements).
 	DefaultKubeAPIQPS   = 5000
 	DefaultKubeAPIBurst = 10000
+
+	// DefaultEventQPS and DefaultEventBurst are the kubelet's defaults for
+	// the same purpose: Events go out at a steady rate behind the writes
+	// they report, never at the rate of the writes themselves.
+	DefaultEventQPS   = 50
+	DefaultEventBurst = 100
 )
 
 // NewOptions returns options with their defaults.
@@ -85,6 +93,8 @@ func NewOptions() *Options {
 	o := &Options{
 		KubeAPIQPS:              DefaultKubeAPIQPS,
 		KubeAPIBurst:            DefaultKubeAPIBurst,
+		EventQPS:                DefaultEventQPS,
+		EventBurst:              DefaultEventBurst,
 		Controllers:             []string{"*"},
 		Workers:                 map[string]int{},
 		ResyncPeriod:            10 * time.Minute,
@@ -128,6 +138,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Client-side limit of API requests per second. Far above client-go's 5 so that a cold start over thousands of objects is limited by the API server (which protects itself with API Priority and Fairness), not by the client. A negative value disables client-side limiting.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
 		"Client-side burst of API requests above --kube-api-qps.")
+	fs.Float32Var(&o.EventQPS, "event-qps", o.EventQPS,
+		"Events written per second (as the kubelet's --event-qps), so that the Events of a burst of writes (one per Ingress on a cold start over thousands of Services) follow the writes they report instead of taking the API server's capacity from them. Recording never blocks a controller: Events wait in client-go's queue of 1000 and beyond it are dropped. A negative value disables the limit.")
+	fs.IntVar(&o.EventBurst, "event-burst", o.EventBurst,
+		"Events written at once above --event-qps.")
 
 	fs = fss.FlagSet("controllers")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers,
@@ -209,6 +223,12 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst: must be at least 1 when --kube-api-qps is positive, got %d", o.KubeAPIBurst))
+	}
+	if o.EventQPS == 0 {
+		errs = append(errs, errors.New("--event-qps: must not be 0 (use a negative value to disable the limit)"))
+	}
+	if o.EventQPS > 0 && o.EventBurst < 1 {
+		errs = append(errs, fmt.Errorf("--event-burst: must be at least 1 when --event-qps is positive, got %d", o.EventBurst))
 	}
 	if o.ResyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--resync-period: must not be negative, got %v", o.ResyncPeriod))

@@ -319,7 +319,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	serveOn(serversCtx, &servers, "health", m.healthLn, m.health.handler(), nil)
 
 	m.broadcaster.StartStructuredLogging(3)
-	m.broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: m.client.core.Events("")})
+	m.broadcaster.StartRecordingToSink(newEventSink(ctx,
+		&corev1client.EventSinkImpl{Interface: m.client.core.Events("")}, o.EventQPS, o.EventBurst))
 	defer m.broadcaster.Shutdown()
 
 	// Informers run for as long as the manager, leader or not, so a standby
