@@ -52,6 +52,7 @@ func TestSmoke(t *testing.T) {
 	cfg := Config{
 		N:                n,
 		Concurrencies:    []int{1, 4},
+		ColdRuns:         2,
 		BuildFlags:       managerBuildFlags,
 		RestartWindow:    3 * time.Second,
 		IdleWindow:       2 * time.Second,
@@ -115,8 +116,17 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("phase %d = %+v, want %s with a positive time and at least 1 Ingress write per object", i, p, wantPhases[i])
 		}
 	}
-	if cold := res.Ingress.Phases[0]; !(cold.CacheSyncSeconds > 0) || cold.IngressWrites["POST"] < n {
-		t.Errorf("cold = %+v, want a time to caches synced and at least %d creates", cold, n)
+	if cold := res.Ingress.Phases[0]; !(cold.CacheSyncSeconds > 0) || cold.IngressWrites["POST"] < n || len(cold.Runs) != cfg.ColdRuns {
+		t.Errorf("cold = %+v, want a time to caches synced, at least %d creates, and %d starts", cold, n, cfg.ColdRuns)
+	} else {
+		for _, run := range cold.Runs {
+			if !(run.L > 0) || !(run.Seconds > 0) || !(run.Ratio > 0) {
+				t.Errorf("cold start %+v, want a positive L, time and ratio", run)
+			}
+		}
+		if m := medianRun(cold.Runs); cold.Ratio != m.Ratio || cold.Seconds != m.Seconds {
+			t.Errorf("cold = %+v, want the ratio and time of the median start %+v", cold, m)
+		}
 	}
 	if rs := res.Ingress.Restart; rs.Seconds < cfg.RestartWindow.Seconds() || rs.Syncs < n {
 		t.Errorf("restart = %+v, want a %v window in which the manager synced all %d Services", rs, cfg.RestartWindow, n)
@@ -158,6 +168,9 @@ func TestSmoke(t *testing.T) {
 		if !(c.L > 0) || !(c.FirstSeconds > 0) || c.ColdSeconds < c.FirstSeconds || c.PeakRSS <= 0 || !(c.CPUSeconds > 0) ||
 			c.IngressWrites["POST"] < n || (c.Name == contenderOurs && c.WritesPerObject != 1) {
 			t.Errorf("contender %+v, want a positive L, first and cold times, peak RSS and CPU, and at least %d Ingress creates (exactly for ours)", c, n)
+		}
+		if len(c.Runs) != cfg.ColdRuns {
+			t.Errorf("contender %s: %d starts, want %d", c.Name, len(c.Runs), cfg.ColdRuns)
 		}
 	}
 

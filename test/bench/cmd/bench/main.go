@@ -51,6 +51,7 @@ func run() int {
 	var managerArgs listFlag
 	flag.Var(&managerArgs, "manager-arg", "Extra controller-manager flag for the ingress-manager runs (repeatable), e.g. -manager-arg=--ingress-manager-workers=32.")
 	flag.StringVar(&cfg.ManagerBinary, "manager", "", "A built controller-manager binary; default: build ./cmd/controller-manager.")
+	flag.IntVar(&cfg.ColdRuns, "cold-runs", cfg.ColdRuns, "Cold starts of the ingress-manager phase and of each contender of the peer phase, each against the direct create rate measured just before it; the median is reported.")
 	flag.DurationVar(&cfg.RestartWindow, "restart-window", cfg.RestartWindow, "How long writes are counted after a restart on converged state.")
 	flag.DurationVar(&cfg.IdleWindow, "idle-window", cfg.IdleWindow, "How long writes are counted when idle.")
 	flag.DurationVar(&cfg.IdleResync, "idle-resync", cfg.IdleResync, "The manager's --resync-period in the restart and idle windows.")
