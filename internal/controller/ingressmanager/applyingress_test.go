@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,7 +42,7 @@ func TestApplyRequest(t *testing.T) {
 
 // TestCreatedAs: the sync a create's own event brings skips the comparison
 // only for the object the create answered (same UID and ResourceVersion)
-// and the same desired state, once.
+// and the Service version it was made from, once.
 func TestCreatedAs(t *testing.T) {
 	client := fake.NewClientset()
 	client.PrependReactor("create", "ingresses", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -50,6 +51,7 @@ func TestCreatedAs(t *testing.T) {
 		return true, ing, nil
 	})
 	svc := service(nil, port("http", 80))
+	svc.ResourceVersion = "3"
 	desired := seedConstructIngress(svc)
 	w := ingressWriter(client.NetworkingV1(), "mgr", record.NewFakeRecorder(10))
 	live := func(uid types.UID, rv string) *networkingv1.Ingress {
@@ -57,27 +59,30 @@ func TestCreatedAs(t *testing.T) {
 		ing.UID, ing.ResourceVersion = uid, rv
 		return ing
 	}
-	changed := desired.DeepCopy()
-	changed.Spec.Rules[0].Host = "other.example.com"
+	edited := svc.DeepCopy()
+	edited.ResourceVersion = "4"
+	recreated := svc.DeepCopy()
+	recreated.UID = "another-uid"
 	for _, tc := range []struct {
-		name    string
-		live    *networkingv1.Ingress
-		desired *networkingv1.Ingress
-		want    bool
+		name string
+		live *networkingv1.Ingress
+		svc  *corev1.Service
+		want bool
 	}{
-		{"the created object", live("uid-1", "7"), desired, true},
-		{"changed since", live("uid-1", "8"), desired, false},
-		{"another object", live("uid-2", "7"), desired, false},
-		{"another desired state", live("uid-1", "7"), changed, false},
+		{"the created object, the same Service version", live("uid-1", "7"), svc, true},
+		{"changed since", live("uid-1", "8"), svc, false},
+		{"another object", live("uid-2", "7"), svc, false},
+		{"the Service changed since", live("uid-1", "7"), edited, false},
+		{"another Service of the same name", live("uid-1", "7"), recreated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := w.create(context.Background(), svc, desired.DeepCopy()); err != nil {
 				t.Fatal(err)
 			}
-			if got := w.createdAs(tc.live, tc.desired); got != tc.want {
+			if got := w.createdAs(tc.live, tc.svc); got != tc.want {
 				t.Errorf("createdAs = %v, want %v", got, tc.want)
 			}
-			if w.createdAs(live("uid-1", "7"), desired) {
+			if w.createdAs(live("uid-1", "7"), svc) {
 				t.Error("createdAs = true a second time: the create was not forgotten")
 			}
 		})

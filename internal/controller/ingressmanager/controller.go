@@ -11,11 +11,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -80,8 +77,9 @@ const annotationPrefix = "ingress/"
 // ingress/http.
 type Controller struct {
 	controller.Base
-	services  corelisters.ServiceLister
-	ingresses networkinglisters.IngressLister
+	// services and ingresses are the informers' caches.
+	services  cache.Indexer
+	ingresses cache.Indexer
 	recorder  record.EventRecorder
 	builder   *Builder
 	ingress   *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]
@@ -108,8 +106,8 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	ingInformer := cctx.Informers.Ingresses()
 	recorder := cctx.EventRecorder(Name)
 	c := &Controller{
-		services:  svcInformer.Lister(),
-		ingresses: ingInformer.Lister(),
+		services:  svcInformer.Informer().GetIndexer(),
+		ingresses: ingInformer.Informer().GetIndexer(),
 		recorder:  recorder,
 		builder:   builder,
 		ingress:   ingressWriter(cctx.Networking, builder.FieldManager(), recorder),
@@ -234,13 +232,8 @@ func (c *Controller) enqueueOwned(obj any) {
 // requeueRouteServices queues every Service that asks for a Gateway: the
 // Gateway API became served, and they may now move to an HTTPRoute.
 func (c *Controller) requeueRouteServices() {
-	svcs, err := c.services.List(labels.Everything())
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("ingress-manager: listing Services from the cache: %w", err))
-		return
-	}
-	for _, svc := range svcs {
-		if c.builder.WantsRoute(svc) {
+	for _, obj := range c.services.List() {
+		if svc, ok := obj.(*corev1.Service); ok && c.builder.WantsRoute(svc) {
 			c.EnqueueKey(cache.MetaObjectToName(svc))
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
-	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -45,7 +44,7 @@ type gatewayAPI struct {
 	known     atomic.Bool
 	knownCh   chan struct{}
 	knownOnce sync.Once
-	routes    atomic.Pointer[gatewaylisters.HTTPRouteLister]
+	routes    atomic.Pointer[cache.Indexer]
 }
 
 // markKnown sets known and reports whether it was set already.
@@ -59,10 +58,11 @@ func (g *gatewayAPI) markKnown() (was bool) {
 func (g *gatewayAPI) Name() string          { return "whether the Gateway API is served" }
 func (g *gatewayAPI) Done() <-chan struct{} { return g.knownCh }
 
-// lister returns the HTTPRoute lister, or nil while the API is not served.
-func (g *gatewayAPI) lister() gatewaylisters.HTTPRouteLister {
-	if l := g.routes.Load(); l != nil {
-		return *l
+// routeCache returns the HTTPRoute informer's cache, or nil while the API is
+// not served.
+func (g *gatewayAPI) routeCache() cache.Indexer {
+	if i := g.routes.Load(); i != nil {
+		return *i
 	}
 	return nil
 }
@@ -136,8 +136,8 @@ func (g *gatewayAPI) start(ctx context.Context, installed func()) {
 	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
 		return
 	}
-	lister := gatewaylisters.NewHTTPRouteLister(informer.GetIndexer())
-	g.routes.Store(&lister)
+	indexer := informer.GetIndexer()
+	g.routes.Store(&indexer)
 	wasKnown := g.markKnown()
 	logger.Info("Watching HTTPRoutes: the Gateway API is served")
 	if wasKnown {

@@ -115,3 +115,23 @@ func TestUpdateServiceFilter(t *testing.T) {
 		})
 	}
 }
+
+// TestCached: a cache lookup returns the object, nil without an error when
+// there is none, and an error when the cache holds another kind.
+func TestCached(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	svc := service(nil, port("http", 80))
+	if err := indexer.Add(svc); err != nil {
+		t.Fatal(err)
+	}
+	key := cache.MetaObjectToName(svc)
+	if got, err := cached[*corev1.Service](indexer, key); got != svc || err != nil {
+		t.Errorf("cached(present) = %v, %v, want the Service", got, err)
+	}
+	if got, err := cached[*corev1.Service](indexer, cache.ObjectName{Namespace: key.Namespace, Name: "absent"}); got != nil || err != nil {
+		t.Errorf("cached(absent) = %v, %v, want nil, nil", got, err)
+	}
+	if got, err := cached[*networkingv1.Ingress](indexer, key); got != nil || err == nil {
+		t.Errorf("cached(another kind) = %v, %v, want nil and an error", got, err)
+	}
+}

@@ -10,8 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -26,18 +26,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KRef(key.Namespace, key.Name))
 	ctx = klog.NewContext(ctx, logger)
 
-	svc, err := cached(c.services.Services(key.Namespace).Get(key.Name))
+	svc, err := cached[*corev1.Service](c.services, key)
 	if err != nil {
 		return fmt.Errorf("reading service %s from the cache: %w", key, err)
 	}
-	ing, err := cached(c.ingresses.Ingresses(key.Namespace).Get(key.Name))
+	ing, err := cached[*networkingv1.Ingress](c.ingresses, key)
 	if err != nil {
 		return fmt.Errorf("reading ingress %s from the cache: %w", key, err)
 	}
 	var route *gatewayv1.HTTPRoute
-	routes := c.gateway.lister()
+	routes := c.gateway.routeCache()
 	if routes != nil {
-		if route, err = cached(routes.HTTPRoutes(key.Namespace).Get(key.Name)); err != nil {
+		if route, err = cached[*gatewayv1.HTTPRoute](routes, key); err != nil {
 			return fmt.Errorf("reading httproute %s from the cache: %w", key, err)
 		}
 	}
@@ -128,14 +128,21 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 	return c.route.delete(ctx, svc, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name))
 }
 
-// cached returns what a lister's Get returned, with NotFound as no object
-// and no error.
-func cached[T any](obj T, err error) (T, error) {
-	if apierrors.IsNotFound(err) {
-		var none T
-		return none, nil
+// cached returns the object of key in an informer's cache, nil when there
+// is none. A lister's Get would make a NotFound error for every absence,
+// and absence is the common case: the first sync of a new Service finds no
+// Ingress, and every sync looks for an HTTPRoute most Services never have.
+func cached[T runtime.Object](indexer cache.Indexer, key cache.ObjectName) (T, error) {
+	var none T
+	obj, exists, err := indexer.GetByKey(key.String())
+	if err != nil || !exists {
+		return none, err
 	}
-	return obj, err
+	t, ok := obj.(T)
+	if !ok {
+		return none, fmt.Errorf("the cache holds a %T, not a %T", obj, none)
+	}
+	return t, nil
 }
 
 // reportInvalid reports whether err is bad input (an InvalidError), and if

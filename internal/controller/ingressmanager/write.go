@@ -2,7 +2,6 @@ package ingressmanager
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,31 +76,21 @@ type writer[T object, AC any] struct {
 	// a create sends.
 	clearStatus func(ac *AC)
 	// created holds, per object this process created and whose informer
-	// event has not brought its Service back yet, what the create answered:
-	// the object at that ResourceVersion and UID is the one created from
-	// the desired object of that digest, so the sync it brings needs no
-	// comparison of fields (see createdAs). One entry per create in flight,
-	// a few dozen bytes: a cold start holds one per Service until the
-	// informer events come back.
+	// event has not brought its Service back yet, what the create answered
+	// and which version of the Service it was made from: the object at
+	// that ResourceVersion and UID is, unchanged, the one created from the
+	// desired state of that Service version (desired is a function of the
+	// Service alone), so the sync it brings needs no comparison of fields
+	// (see createdAs). One entry per create in flight, a few dozen bytes: a
+	// cold start holds one per Service until the informer events come back.
 	created sync.Map // types.NamespacedName -> createdObject
 }
 
-// createdObject is what a create answered, and the digest of what it sent.
+// createdObject is what a create answered, and the Service version the
+// created object was made from.
 type createdObject struct {
-	uid             types.UID
-	resourceVersion string
-	desired         [sha256.Size]byte
-}
-
-// digest is the SHA-256 of desired's JSON encoding, which is deterministic
-// for API types (struct fields in order, map keys sorted): equal digests
-// are equal objects. ok is false when desired does not encode.
-func digest(desired runtime.Object) (sum [sha256.Size]byte, ok bool) {
-	data, err := json.Marshal(desired)
-	if err != nil {
-		return sum, false
-	}
-	return sha256.Sum256(data), true
+	uid, resourceVersion       string
+	serviceUID, serviceVersion string
 }
 
 // writeReasons are the Event reasons of one kind's writes, and of a
@@ -157,7 +146,7 @@ func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live,
 			w.kind, live.GetNamespace(), live.GetName(), controllerOf(live), fix))
 		return false, nil
 	}
-	if w.createdAs(live, desired) {
+	if w.createdAs(live, svc) {
 		return true, nil
 	}
 	needs, err := w.needsUpdate(live, desired)
@@ -240,18 +229,16 @@ func ownEntry(obj metav1.Object, fieldManager string, op metav1.ManagedFieldsOpe
 }
 
 // createdAs reports whether live is, unchanged, the object this process
-// created from desired (it then needs no update), and forgets the create.
-func (w *writer[T, AC]) createdAs(live, desired T) bool {
+// created from svc as it is now (it then needs no update), and forgets the
+// create.
+func (w *writer[T, AC]) createdAs(live T, svc *corev1.Service) bool {
 	v, ok := w.created.LoadAndDelete(types.NamespacedName{Namespace: live.GetNamespace(), Name: live.GetName()})
 	if !ok {
 		return false
 	}
 	c := v.(createdObject)
-	if c.uid != live.GetUID() || c.resourceVersion != live.GetResourceVersion() {
-		return false
-	}
-	sum, ok := digest(desired)
-	return ok && sum == c.desired
+	return c.uid == string(live.GetUID()) && c.resourceVersion == live.GetResourceVersion() &&
+		c.serviceUID == string(svc.UID) && c.serviceVersion == svc.ResourceVersion
 }
 
 // forget drops what create remembered of the object key (its Service is
@@ -268,11 +255,11 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 		return fmt.Errorf("creating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	var zero T
-	if obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" {
-		if sum, ok := digest(desired); ok {
-			w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()},
-				createdObject{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), desired: sum})
-		}
+	if obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" && svc.ResourceVersion != "" {
+		w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}, createdObject{
+			uid: string(obj.GetUID()), resourceVersion: obj.GetResourceVersion(),
+			serviceUID: string(svc.UID), serviceVersion: svc.ResourceVersion,
+		})
 	}
 	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
 	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.created, "Created %s %s", w.kind, desired.GetName())
