@@ -64,8 +64,8 @@ type Config struct {
 	// and each contender's of the peer phase) is measured, each against
 	// the direct create rate measured just before it; the median is
 	// reported. On a machine of two cores the API server, etcd and the
-	// controller share, one start moves by a fifth from run to run.
-	// 0 means 3.
+	// controller share, one start can take half as long again as the next.
+	// 0 means 5.
 	ColdRuns int
 	// RestartWindow is how long writes are counted after a restart.
 	RestartWindow time.Duration
@@ -115,7 +115,7 @@ func DefaultConfig(n int) Config {
 	return Config{
 		N:                      n,
 		Concurrencies:          []int{1, 4, 16, 64},
-		ColdRuns:               3,
+		ColdRuns:               5,
 		RestartWindow:          60 * time.Second,
 		IdleWindow:             30 * time.Second,
 		IdleResync:             5 * time.Second,
@@ -139,7 +139,7 @@ func (c *Config) coldRuns() int {
 	if c.ColdRuns > 0 {
 		return c.ColdRuns
 	}
-	return 3
+	return 5
 }
 
 func (c *Config) phaseTimeout() time.Duration {
