@@ -65,7 +65,7 @@ type Config struct {
 	// the direct create rate measured just before it; the median is
 	// reported. On a machine of two cores the API server, etcd and the
 	// controller share, one start can take half as long again as the next.
-	// 0 means 5.
+	// 0 means defaultColdRuns.
 	ColdRuns int
 	// RestartWindow is how long writes are counted after a restart.
 	RestartWindow time.Duration
@@ -115,7 +115,7 @@ func DefaultConfig(n int) Config {
 	return Config{
 		N:                      n,
 		Concurrencies:          []int{1, 4, 16, 64},
-		ColdRuns:               5,
+		ColdRuns:               defaultColdRuns,
 		RestartWindow:          60 * time.Second,
 		IdleWindow:             30 * time.Second,
 		IdleResync:             5 * time.Second,
@@ -135,11 +135,14 @@ func DefaultConfig(n int) Config {
 	}
 }
 
+// defaultColdRuns is Config.ColdRuns's default.
+const defaultColdRuns = 5
+
 func (c *Config) coldRuns() int {
 	if c.ColdRuns > 0 {
 		return c.ColdRuns
 	}
-	return 5
+	return defaultColdRuns
 }
 
 func (c *Config) phaseTimeout() time.Duration {

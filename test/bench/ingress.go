@@ -171,12 +171,11 @@ func (r *run) coldAndRemove(ctx context.Context) error {
 			return err
 		}
 		phase.CacheSyncSeconds = synced.Sub(mgr.started).Seconds()
-		done, err := r.w.waitFor(ctx2, fmt.Sprintf("%d owned Ingresses", n), func(w *watcher) bool { return len(w.owned) == n })
+		last, err := r.coldStart(ctx2, mgr, l, len(runs)+1)
 		if err != nil {
 			return err
 		}
-		phase.Runs = append(runs, newColdRun(n, l, done.Sub(mgr.started)))
-		r.cfg.logf("cold, start %d: %.2fs, %.2f x N/L (L %.0f/s)", len(phase.Runs), phase.Runs[len(phase.Runs)-1].Seconds, phase.Runs[len(phase.Runs)-1].Ratio, l)
+		phase.Runs = append(runs, last)
 		if err := r.finishPhase(ctx, mgr, before, counters{machine: cpu0}, &phase); err != nil {
 			return err
 		}
@@ -186,8 +185,18 @@ func (r *run) coldAndRemove(ctx context.Context) error {
 	})
 }
 
-func newColdRun(n int, l float64, took time.Duration) ColdRun {
-	return ColdRun{L: l, Seconds: took.Seconds(), Ratio: took.Seconds() / (float64(n) / l)}
+// coldStart waits (bounded by ctx) until the watcher sees the N owned
+// Ingresses of mgr's cold start, the i-th, and returns it against l.
+func (r *run) coldStart(ctx context.Context, mgr *managerProcess, l float64, i int) (ColdRun, error) {
+	n := r.cfg.N
+	done, err := r.w.waitFor(ctx, fmt.Sprintf("%d owned Ingresses", n), func(w *watcher) bool { return len(w.owned) == n })
+	if err != nil {
+		return ColdRun{}, fmt.Errorf("cold start %d: %w", i, errors.Join(err, mgr.errIfExited()))
+	}
+	took := done.Sub(mgr.started).Seconds()
+	run := ColdRun{L: l, Seconds: took, Ratio: took / (float64(n) / l)}
+	r.cfg.logf("cold, start %d: %.2fs, %.2f x N/L (L %.0f/s)", i, run.Seconds, run.Ratio, l)
+	return run, nil
 }
 
 // coldRun is one cold start but the last: L measured, a manager started on
@@ -200,20 +209,15 @@ func (r *run) coldRun(ctx context.Context, i int) (ColdRun, error) {
 		return ColdRun{}, err
 	}
 	var run ColdRun
-	err = r.withManager(ctx, fmt.Sprintf("cold-%d", i), func(mgr *managerProcess) error {
+	err = r.withManager(ctx, fmt.Sprintf("cold-%d", i), func(mgr *managerProcess) (err error) {
 		ctx2, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
 		defer cancel()
-		done, err := r.w.waitFor(ctx2, fmt.Sprintf("%d owned Ingresses", n), func(w *watcher) bool { return len(w.owned) == n })
-		if err != nil {
-			return fmt.Errorf("cold start %d: %w", i, errors.Join(err, mgr.errIfExited()))
-		}
-		run = newColdRun(n, l, done.Sub(mgr.started))
-		return nil
+		run, err = r.coldStart(ctx2, mgr, l, i)
+		return err
 	})
 	if err != nil {
 		return ColdRun{}, err
 	}
-	r.cfg.logf("cold, start %d: %.2fs, %.2f x N/L (L %.0f/s)", i, run.Seconds, run.Ratio, l)
 	ctx2, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
 	defer cancel()
 	if err := r.client.NetworkingV1().Ingresses(benchNamespace).DeleteCollection(ctx2, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
