@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,6 +27,7 @@ type Base struct {
 
 	logger klog.Logger
 	synced []cache.DoneChecker
+	ready  []cache.DoneChecker
 }
 
 // NewBase returns the Base of the controller name, whose Loop syncs keys
@@ -60,13 +62,18 @@ func (b *Base) AddEventHandler(informer cache.SharedIndexInformer, h cache.Resou
 // workers) waits for, besides the event handlers' initial lists.
 func (b *Base) WaitFor(done cache.DoneChecker) { b.synced = append(b.synced, done) }
 
+// ReadyAfter adds a condition HasSynced waits for but the workers do not:
+// the sync itself holds back what depends on it.
+func (b *Base) ReadyAfter(done cache.DoneChecker) { b.ready = append(b.ready, done) }
+
 // Name implements Interface.
 func (b *Base) Name() string { return b.Loop.Name }
 
-// HasSynced implements Interface.
+// HasSynced implements Interface: the caches are in, and every condition
+// of WaitFor and ReadyAfter is met.
 func (b *Base) HasSynced() bool {
-	for _, synced := range b.synced {
-		if !cache.IsDone(synced) {
+	for _, done := range slices.Concat(b.synced, b.ready) {
+		if !cache.IsDone(done) {
 			return false
 		}
 	}

@@ -145,18 +145,21 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	if err := c.AddEventHandler(ingInformer.Informer(), owned); err != nil {
 		return nil, err
 	}
-	// Workers wait until it is known whether HTTPRoutes are served (and if
-	// so, for their cache): a restart must not take "not looked yet" for
-	// "not installed" and make Ingresses for Services on a Gateway.
-	c.WaitFor(c.gateway)
+	// Until it is known whether HTTPRoutes are served (and if so, until
+	// their cache is in) the sync holds back the Services that ask for a
+	// Gateway: a restart must not take "not looked yet" for "not installed"
+	// and make Ingresses for them. The others need not wait: the HTTPRoutes
+	// they may still own are seen once the answer brings their owners back
+	// (gatewayAnswered). Readiness waits for the answer.
+	c.ReadyAfter(c.gateway)
 	return c, nil
 }
 
 // Warm implements controller.Warmer: the watch of HTTPRoutes (and the
 // discovery checks telling whether they are served) runs until ctx ends.
-// The workers wait for its first answer.
+// The Services that ask for a Gateway wait for its first answer.
 func (c *Controller) Warm(ctx context.Context) {
-	c.gateway.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name)), c.requeueRouteServices)
+	c.gateway.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name)), c.gatewayAnswered)
 }
 
 // updateService queues a Service when something the sync reads changed:
@@ -229,12 +232,22 @@ func (c *Controller) enqueueOwned(obj any) {
 	}
 }
 
-// requeueRouteServices queues every Service that asks for a Gateway: the
-// Gateway API became served, and they may now move to an HTTPRoute.
-func (c *Controller) requeueRouteServices() {
+// gatewayAnswered queues every Service that asks for a Gateway, and the
+// Services of the cached HTTPRoutes: whether the Gateway API is served is
+// known (first answer), or it became served. The first were held back
+// until now, or may now move to an HTTPRoute; the others were synced,
+// meanwhile, without the HTTPRoutes they may own (one left from a Service
+// back on an Ingress, or from a Service gone): the informer's own events for
+// them may have been handled before its cache was published.
+func (c *Controller) gatewayAnswered() {
 	for _, obj := range c.services.List() {
 		if svc, ok := obj.(*corev1.Service); ok && c.builder.WantsRoute(svc) {
 			c.EnqueueKey(cache.MetaObjectToName(svc))
+		}
+	}
+	if routes, _ := c.gateway.routeCache(); routes != nil {
+		for _, obj := range routes.List() {
+			c.enqueueOwned(obj)
 		}
 	}
 }

@@ -39,8 +39,10 @@ type gatewayAPI struct {
 	handler   cache.ResourceEventHandler
 
 	// known is set (and knownCh closed) once the first answer is in: not
-	// served, or served and the informer synced. Workers wait for it, so a
-	// restart never mistakes "not looked yet" for "not installed".
+	// served, or served and the informer synced. Until then the sync holds
+	// back every Service that asks for a Gateway, so a restart never
+	// mistakes "not looked yet" for "not installed"; the other Services go
+	// on (readiness waits for it).
 	known     atomic.Bool
 	knownCh   chan struct{}
 	knownOnce sync.Once
@@ -59,12 +61,15 @@ func (g *gatewayAPI) Name() string          { return "whether the Gateway API is
 func (g *gatewayAPI) Done() <-chan struct{} { return g.knownCh }
 
 // routeCache returns the HTTPRoute informer's cache, or nil while the API is
-// not served.
-func (g *gatewayAPI) routeCache() cache.Indexer {
+// not served; answered is false until the first answer is in (then the
+// cache, nil or not, says nothing yet). The cache is stored before known is
+// set, so an answered true always comes with the cache of a served API.
+func (g *gatewayAPI) routeCache() (routes cache.Indexer, answered bool) {
+	answered = g.known.Load()
 	if i := g.routes.Load(); i != nil {
-		return *i
+		return *i, answered
 	}
-	return nil
+	return nil, answered
 }
 
 // HTTPRoutesServed reports whether the API server serves HTTPRoutes in
@@ -85,10 +90,12 @@ func HTTPRoutesServed(disc discovery.DiscoveryInterface) (bool, error) {
 	return false, nil
 }
 
-// run waits until HTTPRoutes are served, starts their informer, and once it
-// synced calls installed (to re-queue the Services that wait for it). It
+// run waits until HTTPRoutes are served, starts their informer, and calls
+// answered once the first answer is in (not served, or served and synced)
+// and again each time the API becomes served later: the Services that ask
+// for a Gateway, and the owners of the HTTPRoutes, are synced again then. It
 // returns when ctx ends.
-func (g *gatewayAPI) run(ctx context.Context, installed func()) {
+func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 	logger := klog.FromContext(ctx)
 	for {
 		ok, err := HTTPRoutesServed(g.discovery)
@@ -96,15 +103,16 @@ func (g *gatewayAPI) run(ctx context.Context, installed func()) {
 		case err != nil:
 			logger.Info("Cannot tell whether the Gateway API is served; asking again", "err", err)
 		case ok:
-			g.start(ctx, installed)
+			g.start(ctx, answered)
 			return
 		case !g.known.Load():
 			logger.Info("The Gateway API is not served (no gateway.networking.k8s.io/v1 httproutes): Services that ask for a Gateway keep an Ingress until it is", "checkInterval", g.interval)
 			g.markKnown()
+			answered()
 		}
 		delay := g.interval
 		if err != nil && !g.known.Load() {
-			delay = min(delay, time.Second) // workers wait for the first answer
+			delay = min(delay, time.Second) // Services on a Gateway wait for the first answer
 		}
 		select {
 		case <-ctx.Done():
@@ -118,7 +126,7 @@ func (g *gatewayAPI) run(ctx context.Context, installed func()) {
 // authenticated user may read; the HTTPRoute informer needs list and watch.
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=list;watch
 
-func (g *gatewayAPI) start(ctx context.Context, installed func()) {
+func (g *gatewayAPI) start(ctx context.Context, answered func()) {
 	logger := klog.FromContext(ctx)
 	// On the gateway.networking.k8s.io/v1 client alone: the generated
 	// factory's interfaces name every version of the Gateway API, whose
@@ -138,10 +146,8 @@ func (g *gatewayAPI) start(ctx context.Context, installed func()) {
 	}
 	indexer := informer.GetIndexer()
 	g.routes.Store(&indexer)
-	wasKnown := g.markKnown()
+	g.markKnown()
 	logger.Info("Watching HTTPRoutes: the Gateway API is served")
-	if wasKnown {
-		installed()
-	}
+	answered()
 	<-ctx.Done()
 }

@@ -17,6 +17,15 @@ import (
 
 func newTestController(t testing.TB) *Controller {
 	t.Helper()
+	c, _ := newTestControllerClient(t)
+	return c
+}
+
+// newTestControllerClient is newTestController with its fake clientset.
+// Nothing runs: the informers' caches are filled by hand, and the Gateway
+// API's first answer is not in.
+func newTestControllerClient(t testing.TB) (*Controller, *fake.Clientset) {
+	t.Helper()
 	client := fake.NewClientset()
 	c, err := New(context.Background(), &controller.Context{
 		Core:          client.CoreV1(),
@@ -29,7 +38,7 @@ func newTestController(t testing.TB) *Controller {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Loop.Queue.ShutDown)
-	return c
+	return c, client
 }
 
 func queued(c *Controller) map[string]bool {

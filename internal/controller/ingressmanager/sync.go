@@ -35,7 +35,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return fmt.Errorf("reading ingress %s from the cache: %w", key, err)
 	}
 	var route *gatewayv1.HTTPRoute
-	routes := c.gateway.routeCache()
+	routes, answered := c.gateway.routeCache()
 	if routes != nil {
 		if route, err = cached[*gatewayv1.HTTPRoute](routes, key); err != nil {
 			return fmt.Errorf("reading httproute %s from the cache: %w", key, err)
@@ -70,9 +70,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
+	wantsRoute := c.builder.WantsRoute(svc)
+	if wantsRoute && Enabled(svc) && !answered {
+		// Whether the Gateway API is served is not known yet: the answer
+		// brings the Service back (gatewayAnswered).
+		return nil
+	}
 	r := &report{}
 	defer func() { c.notes.publish(svc, r) }()
-	wantsRoute := c.builder.WantsRoute(svc)
 	switch {
 	case !Enabled(svc):
 		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
