@@ -49,11 +49,10 @@ type gatewayAPI struct {
 	routes    atomic.Pointer[cache.Indexer]
 }
 
-// markKnown sets known and reports whether it was set already.
-func (g *gatewayAPI) markKnown() (was bool) {
-	was = g.known.Swap(true)
+// markKnown sets known (and closes knownCh, once).
+func (g *gatewayAPI) markKnown() {
+	g.known.Store(true)
 	g.knownOnce.Do(func() { close(g.knownCh) })
-	return was
 }
 
 // Name and Done make the first answer a cache.DoneChecker.
