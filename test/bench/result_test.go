@@ -38,3 +38,28 @@ func TestMedianContender(t *testing.T) {
 		t.Errorf("medianContender = %+v, want the medians L 1000, cold 2s, ratio 2.2, RSS 40, CPU 2s, the writes of the second start, and 3 runs", got)
 	}
 }
+
+// TestColdNotesFloor: the cold convergence targets name the informer
+// floor's cold/(N/L) when the peer phase ran it, and nothing else does.
+func TestColdNotesFloor(t *testing.T) {
+	ours := Contender{Name: contenderOurs, L: 2000, ColdSeconds: 6, Ratio: 1.2, PeakRSS: 1, WritesPerObject: 1}
+	peer := Contender{Name: contenderPeer, L: 2000, ColdSeconds: 15, Ratio: 3, PeakRSS: 2, WritesPerObject: 1}
+	floor := Contender{Name: contenderFloor, L: 2000, ColdSeconds: 5.5, Ratio: 1.1, PeakRSS: 1, WritesPerObject: 1}
+	notes := func(contenders ...Contender) map[string]string {
+		r := &Result{N: 10000, Peer: contenders}
+		r.computeTargets()
+		out := map[string]string{}
+		for _, tg := range r.Targets {
+			out[tg.Name] = tg.Note
+		}
+		return out
+	}
+	got := notes(ours, peer, floor)
+	const fresh = "cold convergence on a fresh control plane"
+	if want := "the informer floor on fresh control planes: 1.10 x N/L (5.50s, N/L=5.00s)"; got[fresh] != want {
+		t.Errorf("note of %q = %q, want %q", fresh, got[fresh], want)
+	}
+	if got := notes(ours, peer); got[fresh] != "" {
+		t.Errorf("without the floor, note of %q = %q, want none", fresh, got[fresh])
+	}
+}

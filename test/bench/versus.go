@@ -66,32 +66,44 @@ func medianContender(runs []Contender) Contender {
 	return c
 }
 
-// peerSource is the controller-runtime peer's package.
-const peerSource = "./test/bench/crpeer"
+// peerSource is the controller-runtime peer's package, floorSource the
+// informer floor's.
+const (
+	peerSource  = "./test/bench/crpeer"
+	floorSource = "./test/bench/floor"
+)
 
 // Contender names.
 const (
-	contenderOurs = "controller-manager"
-	contenderPeer = "controller-runtime peer"
+	contenderOurs  = "controller-manager"
+	contenderPeer  = "controller-runtime peer"
+	contenderFloor = "informer floor"
 )
 
 // peerPhase runs the cold start of ingress-manager (the real binary, as in
-// the ingress-manager phase) and of its controller-runtime peer
-// (test/bench/crpeer), each alone on a fresh control plane of its own: N
-// annotated Services, N/L of that control plane, then the controller
-// starts; cold is until the independent watcher sees the N owned Ingresses.
+// the ingress-manager phase), of its controller-runtime peer
+// (test/bench/crpeer) and of the informer floor (test/bench/floor: shared
+// informers and 64 goroutines creating, none of a controller's own work),
+// each alone on a fresh control plane of its own: N annotated Services, N/L
+// of that control plane, then the process starts; cold is until the
+// independent watcher sees the N owned Ingresses.
 func (r *run) peerPhase(ctx context.Context) error {
-	peerBin := filepath.Join(r.tmp, "crpeer")
-	if err := r.goBuild(ctx, peerBin, peerSource); err != nil {
-		return err
+	bins := map[string]string{
+		contenderPeer:  filepath.Join(r.tmp, "crpeer"),
+		contenderFloor: filepath.Join(r.tmp, "floor"),
+	}
+	for name, src := range map[string]string{contenderPeer: peerSource, contenderFloor: floorSource} {
+		if err := r.goBuild(ctx, bins[name], src); err != nil {
+			return err
+		}
 	}
 	// The contenders take turns, so that a slow spell of the machine
-	// falls on both.
-	names := []string{contenderOurs, contenderPeer}
+	// falls on each.
+	names := []string{contenderOurs, contenderPeer, contenderFloor}
 	runs := map[string][]Contender{}
 	for i := range r.cfg.coldRuns() {
 		for j, name := range names {
-			c, err := r.contend(ctx, name, peerBin, fmt.Sprintf("kubeconfig-contender-%d-%d", j, i))
+			c, err := r.contend(ctx, name, bins[name], fmt.Sprintf("kubeconfig-contender-%d-%d", j, i))
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
@@ -106,7 +118,10 @@ func (r *run) peerPhase(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) contend(ctx context.Context, name, peerBin, kubeconfig string) (c *Contender, err error) {
+// contend is one cold start of the contender name (bin: its binary, but
+// for ours) on a fresh control plane whose admin kubeconfig goes to the
+// run's kubeconfig file.
+func (r *run) contend(ctx context.Context, name, bin, kubeconfig string) (c *Contender, err error) {
 	n := r.cfg.N
 	ctx, cancel := context.WithTimeout(ctx, 4*r.cfg.phaseTimeout())
 	defer cancel()
@@ -155,17 +170,23 @@ func (r *run) contend(ctx context.Context, name, peerBin, kubeconfig string) (c 
 	}
 
 	var p *managerProcess
-	if name == contenderOurs {
+	switch name {
+	case contenderOurs:
 		p, err = r.startManagerOn(cp.kubeconfig, "cold-"+name)
-	} else {
+	case contenderPeer:
 		var port int
 		if port, err = freePort(); err == nil {
-			p, err = r.startProcess("cold-crpeer", peerBin, []string{
+			p, err = r.startProcess("cold-crpeer", bin, []string{
 				"--kubeconfig=" + cp.kubeconfig,
 				"--namespace=" + benchNamespace,
 				fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port),
 			}, "", "")
 		}
+	default:
+		p, err = r.startProcess("cold-floor", bin, []string{
+			"--kubeconfig=" + cp.kubeconfig,
+			"--namespace=" + benchNamespace,
+		}, "", "")
 	}
 	if err != nil {
 		return nil, err
