@@ -139,7 +139,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
 		"Client-side burst of API requests above --kube-api-qps.")
 	fs.Float32Var(&o.EventQPS, "event-qps", o.EventQPS,
-		"Events written per second (as the kubelet's --event-qps), so that the Events of a burst of writes (one per Ingress on a cold start over thousands of Services) follow the writes they report instead of taking the API server's capacity from them. Recording never blocks a controller: Events wait in client-go's queue of 1000 and beyond it are dropped. A negative value disables the limit.")
+		"Events written per second (as the kubelet's --event-qps), so that the Events of a burst of writes (one per Ingress on a cold start over thousands of Services) follow the writes they report instead of taking the API server's capacity from them. Past the burst they go out in runs of a second's worth (at most --event-burst), not one at a time: alone on an idle connection an Event costs the manager and the API server several times the CPU of one in a run. Recording never blocks a controller: Events wait in client-go's queue of 1000 and beyond it are dropped. A negative value disables the limit.")
 	fs.IntVar(&o.EventBurst, "event-burst", o.EventBurst,
 		"Events written at once above --event-qps.")
 
