@@ -45,7 +45,7 @@ func newEventSink(ctx context.Context, sink record.EventSink, qps float32, burst
 	if qps == 0 {
 		return &limitedEventSink{ctx: ctx, sink: sink, limiter: limiter}
 	}
-	run := min(float64(max(burst, 1)), math.Max(1, math.Ceil(float64(qps))))
+	run := min(float64(max(burst, 1)), max(1, math.Ceil(float64(qps))))
 	return &limitedEventSink{ctx: ctx, sink: sink, limiter: limiter,
 		pause: time.Duration(run / float64(qps) * float64(time.Second))}
 }

@@ -88,11 +88,9 @@ const (
 // of that control plane, then the process starts; cold is until the
 // independent watcher sees the N owned Ingresses.
 func (r *run) peerPhase(ctx context.Context) error {
-	bins := map[string]string{
-		contenderPeer:  filepath.Join(r.tmp, "crpeer"),
-		contenderFloor: filepath.Join(r.tmp, "floor"),
-	}
+	bins := map[string]string{}
 	for name, src := range map[string]string{contenderPeer: peerSource, contenderFloor: floorSource} {
+		bins[name] = filepath.Join(r.tmp, filepath.Base(src))
 		if err := r.goBuild(ctx, bins[name], src); err != nil {
 			return err
 		}
@@ -170,23 +168,18 @@ func (r *run) contend(ctx context.Context, name, bin, kubeconfig string) (c *Con
 	}
 
 	var p *managerProcess
-	switch name {
-	case contenderOurs:
+	if name == contenderOurs {
 		p, err = r.startManagerOn(cp.kubeconfig, "cold-"+name)
-	case contenderPeer:
-		var port int
-		if port, err = freePort(); err == nil {
-			p, err = r.startProcess("cold-crpeer", bin, []string{
-				"--kubeconfig=" + cp.kubeconfig,
-				"--namespace=" + benchNamespace,
-				fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port),
-			}, "", "")
+	} else {
+		args := []string{"--kubeconfig=" + cp.kubeconfig, "--namespace=" + benchNamespace}
+		if name == contenderPeer {
+			var port int
+			if port, err = freePort(); err != nil {
+				return nil, err
+			}
+			args = append(args, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
 		}
-	default:
-		p, err = r.startProcess("cold-floor", bin, []string{
-			"--kubeconfig=" + cp.kubeconfig,
-			"--namespace=" + benchNamespace,
-		}, "", "")
+		p, err = r.startProcess("cold-"+filepath.Base(bin), bin, args, "", "")
 	}
 	if err != nil {
 		return nil, err
