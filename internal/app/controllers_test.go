@@ -3,6 +3,7 @@ package app
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestControllerEnabled(t *testing.T) {
@@ -97,6 +98,46 @@ func TestOptionsValidate(t *testing.T) {
 		}, "--leader-elect-renew-deadline"},
 		{"leader elect defaults", func(o *Options) { o.LeaderElection.LeaderElect = true }, ""},
 		{"empty field manager", func(o *Options) { o.FieldManager = "" }, "--field-manager"},
+		{"field manager over 128 characters", func(o *Options) { o.FieldManager = strings.Repeat("m", 129) }, "--field-manager"},
+		{"field manager with a control character", func(o *Options) { o.FieldManager = "manager\n" }, "--field-manager"},
+		{"field manager checked without ingress-manager", func(o *Options) {
+			o.Controllers = []string{"network"}
+			o.FieldManager = strings.Repeat("m", 129)
+		}, "--field-manager"},
+		{"field manager of 128 characters", func(o *Options) { o.FieldManager = strings.Repeat("m", 128) }, ""},
+		{"renew within the retry period's jitter", func(o *Options) {
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.RenewDeadline.Duration, o.LeaderElection.RetryPeriod.Duration = 10*time.Second, 9*time.Second
+		}, "--leader-elect-renew-deadline (10s) must be greater than 1.2 x --leader-elect-retry-period (9s)"},
+		{"lease under a second", func(o *Options) {
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.LeaseDuration.Duration = 900 * time.Millisecond
+			o.LeaderElection.RenewDeadline.Duration = 500 * time.Millisecond
+			o.LeaderElection.RetryPeriod.Duration = 100 * time.Millisecond
+		}, "--leader-elect-lease-duration: must be a whole number of seconds"},
+		{"fractional lease", func(o *Options) {
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.LeaseDuration.Duration = 10900 * time.Millisecond
+			o.LeaderElection.RenewDeadline.Duration = 10500 * time.Millisecond
+		}, "--leader-elect-lease-duration: must be a whole number of seconds"},
+		{"sub-second renew and retry", func(o *Options) {
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.LeaseDuration.Duration = 3 * time.Second
+			o.LeaderElection.RenewDeadline.Duration = 2500 * time.Millisecond
+			o.LeaderElection.RetryPeriod.Duration = 200 * time.Millisecond
+		}, ""},
+		{"lease name the API server refuses", func(o *Options) {
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.ResourceName = "Controller_Manager"
+		}, "--leader-elect-resource-name"},
+		{"lease namespace the API server refuses", func(o *Options) {
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.ResourceNamespace = "kube.system"
+		}, "--leader-elect-resource-namespace"},
+		{"dotted lease name", func(o *Options) {
+			o.LeaderElection.LeaderElect = true
+			o.LeaderElection.ResourceName = "controller-manager.example.com"
+		}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

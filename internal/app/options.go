@@ -10,8 +10,11 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
 	componentbaseconfig "k8s.io/component-base/config"
@@ -157,7 +160,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
 		"On SIGTERM/SIGINT, how long in-flight syncs may run to completion before they are cancelled. A second signal exits at once.")
 	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager,
-		"Field manager name of every write to the API server.")
+		"Field manager name of every write to the API server: at most 128 printable characters.")
 
 	fs = fss.FlagSet("ingress-manager")
 	fs.StringVar(&o.IngressHostTemplate, "ingress-host-template", o.IngressHostTemplate,
@@ -183,6 +186,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs = fss.FlagSet("leader election")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.Lookup("leader-elect").Usage += " Every replica keeps its caches warm; a replica that loses the lease exits with a non-zero code."
+	fs.Lookup("leader-elect-lease-duration").Usage += " A whole number of seconds, at least 1s (the Lease stores seconds)."
+	fs.Lookup("leader-elect-renew-deadline").Usage += fmt.Sprintf(" It must also be greater than %v x the retry period, the longest the elector waits between tries.", leaderelection.JitterFactor)
+	fs.Lookup("leader-elect-resource-name").Usage += " A valid Lease name (lowercase DNS subdomain)."
+	fs.Lookup("leader-elect-resource-namespace").Usage += " A valid namespace name."
 	fs.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity,
 		"Identity of this replica in the Lease. Empty means <hostname>_<random>.")
 
@@ -239,6 +246,9 @@ func (o *Options) Validate() error {
 	if o.FieldManager == "" {
 		errs = append(errs, errors.New("--field-manager: must not be empty"))
 	}
+	for _, e := range metav1validation.ValidateFieldManager(o.FieldManager, field.NewPath("--field-manager")) {
+		errs = append(errs, errors.New(e.Error()))
+	}
 	errs = append(errs, o.validateLeaderElection()...)
 	if _, err := ingressmanager.NewBuilder(o.ingressConfig()); err != nil {
 		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class / --ingress-gateway: %w", err))
@@ -286,8 +296,13 @@ func (o *Options) validateLeaderElection() []error {
 		return nil
 	}
 	var errs []error
-	if le.ResourceNamespace == "" || le.ResourceName == "" {
-		errs = append(errs, errors.New("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty with --leader-elect"))
+	// The Lease must be one the API server accepts: a name it refuses
+	// would leave a Ready replica that never leads.
+	if msgs := validation.IsDNS1123Label(le.ResourceNamespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-namespace: %q is not a valid namespace name: %s", le.ResourceNamespace, strings.Join(msgs, "; ")))
+	}
+	if msgs := validation.IsDNS1123Subdomain(le.ResourceName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-name: %q is not a valid Lease name: %s", le.ResourceName, strings.Join(msgs, "; ")))
 	}
 	if le.ResourceLock != resourcelock.LeasesResourceLock {
 		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock: %q is not supported; use %q", le.ResourceLock, resourcelock.LeasesResourceLock))
@@ -296,8 +311,15 @@ func (o *Options) validateLeaderElection() []error {
 	if retry <= 0 {
 		errs = append(errs, fmt.Errorf("--leader-elect-retry-period: must be positive, got %v", retry))
 	}
-	if renew <= retry {
-		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than --leader-elect-retry-period (%v)", renew, retry))
+	// The elector waits up to JitterFactor x the retry period between tries.
+	if renew <= time.Duration(leaderelection.JitterFactor*float64(retry)) {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than %v x --leader-elect-retry-period (%v)", renew, leaderelection.JitterFactor, retry))
+	}
+	// The Lease keeps its duration in whole seconds: under a second it
+	// would be 0, which the API server refuses, and a fraction would be cut,
+	// eating the margin over the renew deadline.
+	if lease < time.Second || lease%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration: must be a whole number of seconds (the Lease stores seconds), got %v", lease))
 	}
 	if lease <= renew {
 		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", lease, renew))

@@ -232,6 +232,8 @@ func NewManager(ctx context.Context, o *Options, cfg *rest.Config) (*Manager, er
 	}
 	m.health = &health{controllers: m.controllers}
 	if o.LeaderElection.LeaderElect {
+		// /healthz fails once the last renewal is older than the lease
+		// duration plus this tolerance, as kube-controller-manager's.
 		m.health.leader = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
 
@@ -530,6 +532,9 @@ func (m *Manager) newElector(ctx context.Context, id string, t *leadership, canc
 	if err != nil {
 		return nil, fmt.Errorf("configuring leader election: %w", err)
 	}
+	// Only RunOrDie connects the watchdog itself; without this, /healthz
+	// would never see the elector.
+	m.health.leader.SetLeaderElection(elector)
 	return elector, nil
 }
 

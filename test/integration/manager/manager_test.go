@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +155,46 @@ func TestLostLeaseStopsControllersAndFails(t *testing.T) {
 		t.Error("manager-a touched the lease after losing it")
 	}
 }
+
+// A leader whose elector is wedged (its Lease requests hang, deaf to their
+// context) can neither renew nor stop on its own: /healthz must fail once
+// the last renewal is older than the lease duration and the probe's
+// tolerance, so that the liveness probe restarts it.
+func TestHealthzFailsForALeaderThatStoppedRenewing(t *testing.T) {
+	_, ns := framework.Setup(t)
+	var wedged atomic.Bool
+	release := make(chan struct{})
+	c := framework.Intercept(framework.AdminConfig(), func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if wedged.Load() && strings.Contains(req.URL.Path, "/leases/") {
+			<-release
+		}
+		return next.RoundTrip(req)
+	})
+	a := framework.StartManager(t, c, leaderOptions(ns, "manager-a"))
+	a.ExpectError()
+	t.Cleanup(func() { close(release) }) // before the manager's own cleanup stops it
+	framework.Eventually(t, framework.Timeout, "manager-a to lead", func(context.Context) (bool, error) {
+		return a.CountLogs("Became leader") == 1, nil
+	})
+	if code, body, err := get(a.HealthAddress(), "/healthz"); err != nil || code != http.StatusOK {
+		t.Fatalf("/healthz of a renewing leader = %d %q, %v; want 200", code, body, err)
+	}
+
+	wedged.Store(true)
+	lease := leaderOptions(ns, "").LeaderElection.LeaseDuration.Duration
+	framework.Eventually(t, lease+healthzTolerance+framework.Timeout, "/healthz to fail for the leader that stopped renewing", func(context.Context) (bool, error) {
+		code, body, err := get(a.HealthAddress(), "/healthz")
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusInternalServerError && strings.Contains(body, "leader election"), nil
+	})
+}
+
+// healthzTolerance is how long past the lease duration /healthz of a leader
+// that stopped renewing keeps answering 200 (the manager's, as
+// kube-controller-manager's).
+const healthzTolerance = 20 * time.Second
 
 func TestReadyOnlyAfterCachesSync(t *testing.T) {
 	_, ns := framework.Setup(t)
