@@ -118,13 +118,16 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 	if ok, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation"); !ok || err != nil {
 		return err
 	}
-	if route == nil || !isControlledBy(route, svc) {
+	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
 		return nil
 	}
 	if !ingressReady(ing) {
 		c.settling.reset(svc)
-		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf(
-			"Keeping HTTPRoute %s until Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", route.Name, ing.Name))
+		until := fmt.Sprintf("Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", ing.Name)
+		if isBeingDeleted(ing) {
+			until = fmt.Sprintf("Ingress %s, which is being deleted, is gone and its replacement has an address (status.loadBalancer.ingress)", ing.Name)
+		}
+		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf("Keeping HTTPRoute %s until %s", route.Name, until))
 		return nil
 	}
 	if wait := c.settling.remaining(svc, ing.UID); wait > 0 {
@@ -166,9 +169,10 @@ func reportInvalid(ctx context.Context, r *report, err error, meanwhile string) 
 
 // ingressReady reports whether an Ingress controller took ing: it published
 // an address. Ingress has no condition saying more, so this is the signal
-// the move back from an HTTPRoute waits for.
+// the move back from an HTTPRoute waits for. An Ingress being deleted keeps
+// its address in status while its load balancer is torn down: not ready.
 func ingressReady(ing *networkingv1.Ingress) bool {
-	return len(ing.Status.LoadBalancer.Ingress) > 0
+	return len(ing.Status.LoadBalancer.Ingress) > 0 && !isBeingDeleted(ing)
 }
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
@@ -194,12 +198,18 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 
 	parent := desired.Spec.ParentRefs[0]
 	gw := gatewayName(parent, route.Namespace)
-	accepted := false
+	// Accepted=True counts for the route as it is now only: of an older
+	// generation it may be for another parent, host or backend.
+	accepted, acceptedBefore := false, false
 	for _, st := range parentStatuses(route, parent) {
 		for _, cond := range st.Conditions {
 			switch {
 			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionTrue:
-				accepted = true
+				if cond.ObservedGeneration == route.Generation {
+					accepted = true
+				} else {
+					acceptedBefore = true
+				}
 			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionFalse:
 				r.warn(ReasonHTTPRouteNotAccepted, conditionID(route, cond), fmt.Sprintf(
 					"Gateway %s (%s) does not accept HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
@@ -209,13 +219,19 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 			}
 		}
 	}
-	if ing == nil || !IsControlledBy(ing, svc) {
+	if ing == nil || !IsControlledBy(ing, svc) || isBeingDeleted(ing) {
 		return nil
 	}
-	if !accepted {
+	if !accepted || isBeingDeleted(route) {
 		c.settling.reset(svc)
-		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf(
-			"Keeping Ingress %s until Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", ing.Name, gw, route.Name))
+		until := fmt.Sprintf("Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", gw, route.Name)
+		switch {
+		case isBeingDeleted(route):
+			until = fmt.Sprintf("HTTPRoute %s, which is being deleted, is gone and Gateway %s accepts its replacement", route.Name, gw)
+		case acceptedBefore:
+			until = fmt.Sprintf("Gateway %s accepts generation %d of HTTPRoute %s (its Accepted=True is of an older generation)", gw, route.Generation, route.Name)
+		}
+		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf("Keeping Ingress %s until %s", ing.Name, until))
 		return nil
 	}
 	if wait := c.settling.remaining(svc, route.UID); wait > 0 {
