@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -9,7 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -232,5 +236,78 @@ func TestMoveNeverTrustsAnObjectBeingDeleted(t *testing.T) {
 				t.Errorf("Events %v, want no %s", reasons, tc.notWant)
 			}
 		})
+	}
+}
+
+// TestServiceAbsentFromTheCacheIsConfirmed: an Ingress or HTTPRoute whose
+// Service is not in the cache is deleted only once the API server confirms
+// the Service is gone (or is another Service now): a cache behind the API
+// server must not delete a live Service's object.
+func TestServiceAbsentFromTheCacheIsConfirmed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		live    func(*corev1.Service) *corev1.Service // the Service the API server has, nil for none
+		getErr  error
+		want    []string
+		wantErr bool
+	}{
+		{name: "the API server has the Service: its objects stay",
+			live: func(s *corev1.Service) *corev1.Service { return s }},
+		{name: "the API server has no such Service: its objects go",
+			want: []string{"delete ingresses", "delete httproutes"}},
+		{name: "the API server has another Service of that name: the old one's objects go",
+			live: func(s *corev1.Service) *corev1.Service { s.UID = "another-uid"; return s },
+			want: []string{"delete ingresses", "delete httproutes"}},
+		{name: "the API server cannot be asked: nothing goes, the sync is retried",
+			getErr: apierrors.NewServiceUnavailable("etcd is away"), wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			svc := service(nil, port("http", 80))
+			f.addIngress(svc, nil)
+			f.addRoute(svc, nil)
+			if tc.live != nil {
+				f.addService(tc.live(svc.DeepCopy()), false)
+			}
+			f.clearActions()
+			if tc.getErr != nil {
+				f.kube.PrependReactor("get", "services", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.getErr })
+			}
+			err := f.sync(svc)
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, tc.getErr)) {
+				t.Fatalf("sync: %v, want error %v", err, tc.getErr)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			gets := 0
+			for _, a := range f.kube.Actions() {
+				if a.Matches("get", "services") {
+					gets++
+				}
+			}
+			if gets != 1 {
+				t.Errorf("%d GETs of the Service, want 1 (one live read for both objects)", gets)
+			}
+		})
+	}
+}
+
+// TestServiceAbsentWithNothingToDeleteIsNotRead: a sync of a Service absent
+// from the cache that finds nothing to delete (nothing cached, or only what
+// is being deleted already) costs no read.
+func TestServiceAbsentWithNothingToDeleteIsNotRead(t *testing.T) {
+	f := newSyncFixture(t)
+	svc := service(nil, port("http", 80))
+	f.addIngress(svc, markDeleting[*networkingv1.Ingress])
+	f.clearActions()
+	if err := f.sync(svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.kube.Actions(); len(got) != 0 {
+		t.Errorf("actions = %v, want none", got)
 	}
 }

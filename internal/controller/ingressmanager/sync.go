@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,12 +46,25 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// An object controlled by a Service of this name that is not the
 	// current one (deleted, or deleted and recreated) is stale: remove it,
 	// so that the current Service (if any) gets a fresh one.
+	staleIng := ing != nil && isStale(ing, key.Name, svc)
+	staleRoute := route != nil && isStale(route, key.Name, svc)
+	if svc == nil && (staleIng && !isBeingDeleted(ing) || staleRoute && !isBeingDeleted(route)) {
+		// Absent from the cache is not gone: a new leader's or a
+		// relisting informer's Service cache may be behind its Ingress
+		// cache. Ask the API server first, as the garbage collector does.
+		live, err := c.liveService(ctx, key)
+		if err != nil {
+			return err
+		}
+		staleIng = staleIng && isStale(ing, key.Name, live)
+		staleRoute = staleRoute && isStale(route, key.Name, live)
+	}
 	var errs []error
-	if ing != nil && isStale(ing, key.Name, svc) {
+	if staleIng {
 		errs = append(errs, c.ingress.delete(ctx, svc, ing, "its Service no longer exists"))
 		ing = nil
 	}
-	if route != nil && isStale(route, key.Name, svc) {
+	if staleRoute {
 		errs = append(errs, c.route.delete(ctx, svc, route, "its Service no longer exists"))
 		route = nil
 	}
@@ -173,6 +187,24 @@ func reportInvalid(ctx context.Context, r *report, err error, meanwhile string) 
 // its address in status while its load balancer is torn down: not ready.
 func ingressReady(ing *networkingv1.Ingress) bool {
 	return len(ing.Status.LoadBalancer.Ingress) > 0 && !isBeingDeleted(ing)
+}
+
+// A Service absent from the cache is read from the API server before what
+// it owned is deleted.
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
+
+// liveService reads the Service of key from the API server; nil when there
+// is none.
+func (c *Controller) liveService(ctx context.Context, key cache.ObjectName) (*corev1.Service, error) {
+	svc, err := c.serviceClient.Services(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading service %s, absent from the cache, before deleting what it owned: %w", key, err)
+	}
+	klog.FromContext(ctx).V(2).Info("The Service is not in the cache yet but the API server has it", "uid", svc.UID)
+	return svc, nil
 }
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
