@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -117,7 +118,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		builder:       builder,
 		ingress:       ingressWriter(cctx.Networking, builder.FieldManager(), recorder),
 		route:         routeWriter(cctx.Gateway, builder.FieldManager(), recorder),
-		notes:         notes{recorder: recorder, sent: map[cache.ObjectName]map[string]string{}},
+		notes:         notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
 		settling:      settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)

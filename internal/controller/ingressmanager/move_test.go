@@ -311,3 +311,37 @@ func TestServiceAbsentWithNothingToDeleteIsNotRead(t *testing.T) {
 		t.Errorf("actions = %v, want none", got)
 	}
 }
+
+// TestEveryGatewayControllerIsReportedOnce: two Gateway controllers that
+// refuse one route give one HTTPRouteNotAccepted Event each, once, however
+// often the Service is synced.
+func TestEveryGatewayControllerIsReportedOnce(t *testing.T) {
+	f := newSyncFixture(t)
+	svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addService(svc, true)
+	refused := func(controller, reason string) gatewayv1.RouteParentStatus {
+		return gatewayv1.RouteParentStatus{
+			ParentRef:      gatewayv1.ParentReference{Name: "gw"},
+			ControllerName: gatewayv1.GatewayController(controller),
+			Conditions:     []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: 1}},
+		}
+	}
+	f.addRoute(svc, func(r *gatewayv1.HTTPRoute) {
+		r.Status.Parents = []gatewayv1.RouteParentStatus{refused("example.com/a", "NotAllowedByListeners"), refused("example.com/b", "NoMatchingParent")}
+	})
+	for range 4 {
+		if err := f.sync(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, r := range f.reasons() {
+		if r == ReasonHTTPRouteNotAccepted {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d %s Events over 4 syncs, want 2 (one per Gateway controller)", n, ReasonHTTPRouteNotAccepted)
+	}
+}

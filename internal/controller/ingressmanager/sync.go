@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -410,7 +411,10 @@ func (r *report) normal(reason, id, message string) {
 type notes struct {
 	recorder record.EventRecorder
 	mu       sync.Mutex
-	sent     map[cache.ObjectName]map[string]string // reason -> id of what was said
+	// sent holds what was said of each Service, as reason and id: one
+	// reason may say several things at once (two Gateway controllers
+	// refusing one route).
+	sent map[cache.ObjectName]sets.Set[string]
 }
 
 // publish records the events of r not sent already, and forgets those the
@@ -418,19 +422,20 @@ type notes struct {
 // back).
 func (n *notes) publish(svc *corev1.Service, r *report) {
 	key := cache.MetaObjectToName(svc)
-	now := make(map[string]string, len(r.events))
+	now := make(sets.Set[string], len(r.events))
 	var send []event
 	n.mu.Lock()
 	before := n.sent[key]
 	for _, e := range r.events {
-		id := string(svc.UID) + "/" + e.id + "/" + e.message
-		if e.id == "" {
-			id = string(svc.UID) + "/" + svc.ResourceVersion + "/" + e.message
+		version := e.id
+		if version == "" {
+			version = svc.ResourceVersion
 		}
-		now[e.reason] = id
-		if before[e.reason] != id {
+		id := strings.Join([]string{e.reason, string(svc.UID), version, e.message}, "/")
+		if !before.Has(id) && !now.Has(id) {
 			send = append(send, e)
 		}
+		now.Insert(id)
 	}
 	if len(now) == 0 {
 		delete(n.sent, key)
