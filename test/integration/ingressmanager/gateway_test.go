@@ -3,6 +3,7 @@ package ingressmanager
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,50 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 	}
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
 	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+}
+
+// TestGatewayAPIRemovedWhileRunning: the HTTPRoute CRD removed while the
+// manager runs is noticed as its arrival is: a Service on a Gateway, whose
+// Ingress an earlier move deleted, gets an Ingress again without a restart,
+// and its route again once the CRD is back.
+func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
+	e := setup(t, func(o *app.Options) {
+		o.GatewayAPICheckInterval = 200 * time.Millisecond
+		o.IngressMoveSettle = 0
+	})
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.waitIngress("web", "the Ingress", nil)
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.waitRoute("web", "the route", nil)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+
+	// The later tests of the package need the Gateway API, whatever happens here.
+	t.Cleanup(func() {
+		if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
+			t.Errorf("installing the Gateway API CRDs again: %v", err)
+		}
+	})
+	// While the CRD terminates, the API server refuses to create routes
+	// with 403 Forbidden: no RBAC is missing.
+	e.m.ExpectForbidden()
+	if err := framework.RemoveHTTPRoutes(context.Background(), framework.AdminConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.waitIngress("web", "an Ingress again once the Gateway API is no longer served, without a restart", nil)
+	e.waitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
+
+	if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRoute("web", "the route again once the Gateway API is served again", nil)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("web", "the Ingress deleted once the new route is accepted")
+	for _, req := range e.m.Forbidden() {
+		if !strings.HasPrefix(req, "POST ") || !strings.HasSuffix(req, "/namespaces/"+e.ns+"/httproutes") {
+			t.Errorf("the API server refused a request of the manager but the creates of routes while the CRD terminates: %s", req)
+		}
+	}
 }
 
 // testFinalizer is held by a test on an Ingress or an HTTPRoute, as an
