@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -80,13 +82,16 @@ type Controller struct {
 	// services and ingresses are the informers' caches.
 	services  cache.Indexer
 	ingresses cache.Indexer
-	recorder  record.EventRecorder
-	builder   *Builder
-	ingress   *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]
-	route     *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]
-	gateway   *gatewayAPI
-	notes     notes
-	settling  settling
+	// serviceClient reads a Service absent from the cache before what it
+	// owned is deleted.
+	serviceClient corev1client.ServicesGetter
+	recorder      record.EventRecorder
+	builder       *Builder
+	ingress       *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]
+	route         *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]
+	gateway       *gatewayAPI
+	notes         notes
+	settling      settling
 }
 
 // The shared Service and Ingress informers, in every namespace.
@@ -106,14 +111,15 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	ingInformer := cctx.Informers.Ingresses()
 	recorder := cctx.EventRecorder(Name)
 	c := &Controller{
-		services:  svcInformer.Informer().GetIndexer(),
-		ingresses: ingInformer.Informer().GetIndexer(),
-		recorder:  recorder,
-		builder:   builder,
-		ingress:   ingressWriter(cctx.Networking, builder.FieldManager(), recorder),
-		route:     routeWriter(cctx.Gateway, builder.FieldManager(), recorder),
-		notes:     notes{recorder: recorder, sent: map[cache.ObjectName]map[string]string{}},
-		settling:  settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
+		services:      svcInformer.Informer().GetIndexer(),
+		ingresses:     ingInformer.Informer().GetIndexer(),
+		serviceClient: cctx.Core,
+		recorder:      recorder,
+		builder:       builder,
+		ingress:       ingressWriter(cctx.Networking, builder.FieldManager(), recorder),
+		route:         routeWriter(cctx.Gateway, builder.FieldManager(), recorder),
+		notes:         notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
+		settling:      settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
 	owned := cache.ResourceEventHandlerFuncs{

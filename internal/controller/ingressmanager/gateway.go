@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -17,18 +18,19 @@ import (
 )
 
 // DefaultGatewayAPICheckInterval is how often the controller asks discovery
-// whether the Gateway API is served, while it is not.
+// whether the Gateway API is served: while it is not, to start watching
+// HTTPRoutes once it is, and while it is, to stop once their CRD is removed.
 const DefaultGatewayAPICheckInterval = 30 * time.Second
 
 // DefaultMoveSettle is Config.MoveSettle's default: well above what data
 // planes take to serve an object their control plane has accepted.
 const DefaultMoveSettle = 5 * time.Second
 
-// gatewayAPI watches HTTPRoutes once the cluster serves them. A cluster may
-// install the Gateway API CRDs after the manager started: until discovery
-// lists gateway.networking.k8s.io/v1 httproutes, there is no informer (a
-// watch of an unserved resource would only fail and retry), and Services
-// that ask for a Gateway keep their Ingress.
+// gatewayAPI watches HTTPRoutes while the cluster serves them. A cluster may
+// install the Gateway API CRDs after the manager started, or remove them:
+// while discovery does not list gateway.networking.k8s.io/v1 httproutes,
+// there is no informer (a watch of an unserved resource would only fail and
+// retry), and Services that ask for a Gateway keep or get an Ingress.
 type gatewayAPI struct {
 	discovery discovery.DiscoveryInterface
 	client    gatewayv1client.GatewayV1Interface
@@ -89,11 +91,12 @@ func HTTPRoutesServed(disc discovery.DiscoveryInterface) (bool, error) {
 	return false, nil
 }
 
-// run waits until HTTPRoutes are served, starts their informer, and calls
-// answered once the first answer is in (not served, or served and synced)
-// and again each time the API becomes served later: the Services that ask
-// for a Gateway, and the owners of the HTTPRoutes, are synced again then. It
-// returns when ctx ends.
+// run watches HTTPRoutes while discovery lists them, asking it every
+// interval whether they are served. It calls answered once the first answer
+// is in (not served, or served and synced) and again each time the answer
+// changes (served and synced later, or no longer served): the Services that
+// ask for a Gateway, and the owners of the HTTPRoutes, are synced again then.
+// It returns when ctx ends.
 func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 	logger := klog.FromContext(ctx)
 	for {
@@ -102,8 +105,7 @@ func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 		case err != nil:
 			logger.Info("Cannot tell whether the Gateway API is served; asking again", "err", err)
 		case ok:
-			g.start(ctx, answered)
-			return
+			g.watch(ctx, answered)
 		case !g.known.Load():
 			logger.Info("The Gateway API is not served (no gateway.networking.k8s.io/v1 httproutes): Services that ask for a Gateway keep an Ingress until it is", "checkInterval", g.interval)
 			g.markKnown()
@@ -125,7 +127,12 @@ func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 // authenticated user may read; the HTTPRoute informer needs list and watch.
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=list;watch
 
-func (g *gatewayAPI) start(ctx context.Context, answered func()) {
+// watch runs an HTTPRoute informer, and publishes its cache once synced,
+// until ctx ends or discovery answers that HTTPRoutes are no longer served
+// (their CRD removed). The cache is then dropped, as if the API had never
+// been served: the route informer would only fail, and the Services on a
+// Gateway get an Ingress meanwhile. An error asking discovery is no answer.
+func (g *gatewayAPI) watch(ctx context.Context, answered func()) {
 	logger := klog.FromContext(ctx)
 	// On the gateway.networking.k8s.io/v1 client alone: the generated
 	// factory's interfaces name every version of the Gateway API, whose
@@ -137,16 +144,34 @@ func (g *gatewayAPI) start(ctx context.Context, answered func()) {
 		g.markKnown()
 		return
 	}
+	served, stop := context.WithCancel(ctx)
+	defer stop()
 	var running sync.WaitGroup
-	defer running.Wait()
-	running.Go(func() { informer.RunWithContext(ctx) })
-	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
-		return
+	running.Go(func() { informer.RunWithContext(served) })
+	running.Go(func() {
+		if !cache.WaitFor(served, "", reg.HasSyncedChecker()) {
+			return
+		}
+		indexer := informer.GetIndexer()
+		g.routes.Store(&indexer)
+		g.markKnown()
+		logger.Info("Watching HTTPRoutes: the Gateway API is served")
+		answered()
+	})
+	_ = wait.PollUntilContextCancel(served, g.interval, false, func(context.Context) (bool, error) {
+		ok, err := HTTPRoutesServed(g.discovery)
+		if err != nil {
+			logger.V(2).Info("Cannot tell whether the Gateway API is still served; asking again", "err", err)
+		}
+		return err == nil && !ok, nil
+	})
+	stop()
+	running.Wait()
+	if ctx.Err() != nil {
+		return // shutting down: syncs still draining keep the last cache
 	}
-	indexer := informer.GetIndexer()
-	g.routes.Store(&indexer)
-	g.markKnown()
-	logger.Info("Watching HTTPRoutes: the Gateway API is served")
-	answered()
-	<-ctx.Done()
+	if g.routes.Swap(nil) != nil {
+		logger.Info("The Gateway API is no longer served (no gateway.networking.k8s.io/v1 httproutes): stopped watching HTTPRoutes; Services that ask for a Gateway get an Ingress until it is served again", "checkInterval", g.interval)
+		answered()
+	}
 }

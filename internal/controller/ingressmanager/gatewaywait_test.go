@@ -2,12 +2,23 @@ package ingressmanager
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	discoveryfake "k8s.io/client-go/discovery/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
+	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 )
 
 // TestOnlyGatewayServicesWaitForTheGatewayAPI: until it is known whether
@@ -83,4 +94,77 @@ func TestGatewayAnswerBringsRouteOwnersBack(t *testing.T) {
 	if q := queued(c); !q["default/left-over"] || !q["default/"+owner.Name] {
 		t.Fatalf("queued on the answer: %v; want the route's key and its controlling Service %s", q, owner.Name)
 	}
+}
+
+// TestGatewayAPIGoingAway: discovery is asked again while HTTPRoutes are
+// watched. An error asking is no answer (the watch and its cache stay);
+// once it no longer lists them the route cache is dropped and the Services
+// are synced again (to an Ingress), and once it lists them again they are
+// watched again: no restart either way.
+func TestGatewayAPIGoingAway(t *testing.T) {
+	const (
+		served = iota
+		failing
+		notServed
+	)
+	var mode, asked, answers atomic.Int32
+	disc := &discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{{
+		GroupVersion: gatewayv1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: "httproutes"}},
+	}}}}
+	disc.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+		asked.Add(1)
+		switch mode.Load() {
+		case failing:
+			return true, nil, errors.New("connection refused")
+		case notServed:
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: gatewayv1.GroupName}, "v1")
+		}
+		return false, nil, nil
+	})
+	client := gatewayfake.NewClientset()
+	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: 10 * time.Millisecond,
+		handler: cache.ResourceEventHandlerFuncs{}, knownCh: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.run(ctx, func() { answers.Add(1) })
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
+	watched := func() bool {
+		routes, answered := g.routeCache()
+		return answered && routes != nil
+	}
+
+	waitFor("HTTPRoutes watched", func() bool { return watched() && answers.Load() == 1 })
+	mode.Store(failing)
+	before := asked.Load()
+	waitFor("discovery asked again, and failing", func() bool { return asked.Load() >= before+3 })
+	if !watched() || answers.Load() != 1 {
+		t.Fatalf("after discovery errors: watched %v, answers %d; want the watch kept, no new answer", watched(), answers.Load())
+	}
+	mode.Store(notServed)
+	waitFor("the route cache dropped once HTTPRoutes are no longer served", func() bool {
+		routes, answered := g.routeCache()
+		return answered && routes == nil && answers.Load() == 2
+	})
+	mode.Store(served)
+	waitFor("HTTPRoutes watched again once served again", func() bool { return watched() && answers.Load() == 3 })
+}
+
+// fakeGatewayV1 is the fake clientset's gateway.networking.k8s.io/v1 client
+// that tells a reflector, as the clientset does, that it has no watch-list
+// semantics.
+type fakeGatewayV1 struct {
+	gatewayv1client.GatewayV1Interface
+	*gatewayfake.Clientset
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -26,19 +27,36 @@ func newTestController(t testing.TB) *Controller {
 // API's first answer is not in.
 func newTestControllerClient(t testing.TB) (*Controller, *fake.Clientset) {
 	t.Helper()
-	client := fake.NewClientset()
+	c, clients := newTestControllerClients(t)
+	return c, clients.kube
+}
+
+// testClients are the fakes a test controller talks to.
+type testClients struct {
+	kube     *fake.Clientset
+	gateway  *gatewayfake.Clientset
+	recorder *record.FakeRecorder
+}
+
+// newTestControllerClients is newTestControllerClient with the Gateway API's
+// fake clientset and the Event recorder too.
+func newTestControllerClients(t testing.TB) (*Controller, testClients) {
+	t.Helper()
+	clients := testClients{kube: fake.NewClientset(), gateway: gatewayfake.NewClientset(), recorder: record.NewFakeRecorder(100)}
+	client := clients.kube
 	c, err := New(context.Background(), &controller.Context{
 		Core:          client.CoreV1(),
 		Networking:    client.NetworkingV1(),
+		Gateway:       clients.gateway.GatewayV1(),
 		Informers:     controller.NewInformers(controller.InformersConfig{Core: client.CoreV1(), Networking: client.NetworkingV1(), Client: client}),
-		EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
+		EventRecorder: func(string) record.EventRecorder { return clients.recorder },
 		FieldManager:  "test",
 	}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Loop.Queue.ShutDown)
-	return c, client
+	return c, clients
 }
 
 func queued(c *Controller) map[string]bool {

@@ -40,3 +40,9 @@ func isControlledBy(obj metav1.Object, svc *corev1.Service) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	return ref != nil && isServiceRef(ref) && ref.UID == svc.UID
 }
+
+// isBeingDeleted reports whether obj has a deletionTimestamp: a finalizer
+// holds it while what serves it is torn down, and its status (an address,
+// Accepted=True) still shows what it was. It is never the new home of a
+// Service that moves, and never deleted again.
+func isBeingDeleted(obj metav1.Object) bool { return obj.GetDeletionTimestamp() != nil }

@@ -10,9 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -45,12 +47,25 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// An object controlled by a Service of this name that is not the
 	// current one (deleted, or deleted and recreated) is stale: remove it,
 	// so that the current Service (if any) gets a fresh one.
+	staleIng := ing != nil && isStale(ing, key.Name, svc)
+	staleRoute := route != nil && isStale(route, key.Name, svc)
+	if svc == nil && (staleIng && !isBeingDeleted(ing) || staleRoute && !isBeingDeleted(route)) {
+		// Absent from the cache is not gone: a new leader's or a
+		// relisting informer's Service cache may be behind its Ingress
+		// cache. Ask the API server first, as the garbage collector does.
+		live, err := c.liveService(ctx, key)
+		if err != nil {
+			return err
+		}
+		staleIng = staleIng && isStale(ing, key.Name, live)
+		staleRoute = staleRoute && isStale(route, key.Name, live)
+	}
 	var errs []error
-	if ing != nil && isStale(ing, key.Name, svc) {
+	if staleIng {
 		errs = append(errs, c.ingress.delete(ctx, svc, ing, "its Service no longer exists"))
 		ing = nil
 	}
-	if route != nil && isStale(route, key.Name, svc) {
+	if staleRoute {
 		errs = append(errs, c.route.delete(ctx, svc, route, "its Service no longer exists"))
 		route = nil
 	}
@@ -118,13 +133,16 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 	if ok, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation"); !ok || err != nil {
 		return err
 	}
-	if route == nil || !isControlledBy(route, svc) {
+	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
 		return nil
 	}
 	if !ingressReady(ing) {
 		c.settling.reset(svc)
-		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf(
-			"Keeping HTTPRoute %s until Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", route.Name, ing.Name))
+		until := fmt.Sprintf("Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", ing.Name)
+		if isBeingDeleted(ing) {
+			until = fmt.Sprintf("Ingress %s, which is being deleted, is gone and its replacement has an address (status.loadBalancer.ingress)", ing.Name)
+		}
+		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf("Keeping HTTPRoute %s until %s", route.Name, until))
 		return nil
 	}
 	if wait := c.settling.remaining(svc, ing.UID); wait > 0 {
@@ -166,9 +184,28 @@ func reportInvalid(ctx context.Context, r *report, err error, meanwhile string) 
 
 // ingressReady reports whether an Ingress controller took ing: it published
 // an address. Ingress has no condition saying more, so this is the signal
-// the move back from an HTTPRoute waits for.
+// the move back from an HTTPRoute waits for. An Ingress being deleted keeps
+// its address in status while its load balancer is torn down: not ready.
 func ingressReady(ing *networkingv1.Ingress) bool {
-	return len(ing.Status.LoadBalancer.Ingress) > 0
+	return len(ing.Status.LoadBalancer.Ingress) > 0 && !isBeingDeleted(ing)
+}
+
+// A Service absent from the cache is read from the API server before what
+// it owned is deleted.
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
+
+// liveService reads the Service of key from the API server; nil when there
+// is none.
+func (c *Controller) liveService(ctx context.Context, key cache.ObjectName) (*corev1.Service, error) {
+	svc, err := c.serviceClient.Services(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading service %s, absent from the cache, before deleting what it owned: %w", key, err)
+	}
+	klog.FromContext(ctx).V(2).Info("The Service is not in the cache yet but the API server has it", "uid", svc.UID)
+	return svc, nil
 }
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
@@ -194,12 +231,18 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 
 	parent := desired.Spec.ParentRefs[0]
 	gw := gatewayName(parent, route.Namespace)
-	accepted := false
+	// Accepted=True counts for the route as it is now only: of an older
+	// generation it may be for another parent, host or backend.
+	accepted, acceptedBefore := false, false
 	for _, st := range parentStatuses(route, parent) {
 		for _, cond := range st.Conditions {
 			switch {
 			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionTrue:
-				accepted = true
+				if cond.ObservedGeneration == route.Generation {
+					accepted = true
+				} else {
+					acceptedBefore = true
+				}
 			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionFalse:
 				r.warn(ReasonHTTPRouteNotAccepted, conditionID(route, cond), fmt.Sprintf(
 					"Gateway %s (%s) does not accept HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
@@ -209,13 +252,19 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 			}
 		}
 	}
-	if ing == nil || !IsControlledBy(ing, svc) {
+	if ing == nil || !IsControlledBy(ing, svc) || isBeingDeleted(ing) {
 		return nil
 	}
-	if !accepted {
+	if !accepted || isBeingDeleted(route) {
 		c.settling.reset(svc)
-		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf(
-			"Keeping Ingress %s until Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", ing.Name, gw, route.Name))
+		until := fmt.Sprintf("Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", gw, route.Name)
+		switch {
+		case isBeingDeleted(route):
+			until = fmt.Sprintf("HTTPRoute %s, which is being deleted, is gone and Gateway %s accepts its replacement", route.Name, gw)
+		case acceptedBefore:
+			until = fmt.Sprintf("Gateway %s accepts generation %d of HTTPRoute %s (its Accepted=True is of an older generation)", gw, route.Generation, route.Name)
+		}
+		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf("Keeping Ingress %s until %s", ing.Name, until))
 		return nil
 	}
 	if wait := c.settling.remaining(svc, route.UID); wait > 0 {
@@ -362,7 +411,10 @@ func (r *report) normal(reason, id, message string) {
 type notes struct {
 	recorder record.EventRecorder
 	mu       sync.Mutex
-	sent     map[cache.ObjectName]map[string]string // reason -> id of what was said
+	// sent holds what was said of each Service, as reason and id: one
+	// reason may say several things at once (two Gateway controllers
+	// refusing one route).
+	sent map[cache.ObjectName]sets.Set[string]
 }
 
 // publish records the events of r not sent already, and forgets those the
@@ -370,19 +422,20 @@ type notes struct {
 // back).
 func (n *notes) publish(svc *corev1.Service, r *report) {
 	key := cache.MetaObjectToName(svc)
-	now := make(map[string]string, len(r.events))
+	now := make(sets.Set[string], len(r.events))
 	var send []event
 	n.mu.Lock()
 	before := n.sent[key]
 	for _, e := range r.events {
-		id := string(svc.UID) + "/" + e.id + "/" + e.message
-		if e.id == "" {
-			id = string(svc.UID) + "/" + svc.ResourceVersion + "/" + e.message
+		version := e.id
+		if version == "" {
+			version = svc.ResourceVersion
 		}
-		now[e.reason] = id
-		if before[e.reason] != id {
+		id := strings.Join([]string{e.reason, string(svc.UID), version, e.message}, "/")
+		if !before.Has(id) && !now.Has(id) {
 			send = append(send, e)
 		}
+		now.Insert(id)
 	}
 	if len(now) == 0 {
 		delete(n.sent, key)

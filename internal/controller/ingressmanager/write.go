@@ -135,7 +135,9 @@ func (w *writer[T, AC]) applyConfiguration(desired T, uid types.UID) (*AC, error
 // object, on which the caller may go on: false when it was just created
 // (its informer event brings the Service back), and when someone else
 // controls it, which r reports as a Warning <kind>Exists ending with fix,
-// what the user can do.
+// what the user can do. The Service's own object being deleted is not
+// written (its deletion brings the Service back, and a new one is made);
+// the caller goes on, and must not take it for ready (see isBeingDeleted).
 func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live, desired T, r *report, fix string) (bool, error) {
 	var zero T
 	if live == zero {
@@ -146,7 +148,7 @@ func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live,
 			w.kind, live.GetNamespace(), live.GetName(), controllerOf(live), fix))
 		return false, nil
 	}
-	if w.createdAs(live, svc) {
+	if w.createdAs(live, svc) || isBeingDeleted(live) {
 		return true, nil
 	}
 	needs, err := w.needsUpdate(live, desired)
@@ -335,8 +337,13 @@ func (w *writer[T, AC]) upgradeOwnership(ctx context.Context, svc *corev1.Servic
 }
 
 // delete deletes obj with its UID as a precondition, so that a replacement
-// created meanwhile is never deleted. svc, when not nil, gets an Event.
+// created meanwhile is never deleted. svc, when not nil, gets an Event. An
+// object being deleted already is left to its finalizers: deleting it again
+// would change nothing but repeat the Event on every sync.
 func (w *writer[T, AC]) delete(ctx context.Context, svc *corev1.Service, obj T, why string) error {
+	if isBeingDeleted(obj) {
+		return nil
+	}
 	err := w.client(obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: ptr.To(obj.GetUID())},
 	})

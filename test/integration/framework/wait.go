@@ -106,19 +106,27 @@ func WaitEvent(t testing.TB, client kubernetes.Interface, timeout time.Duration,
 	t.Helper()
 	var found *corev1.Event
 	Eventually(t, timeout, fmt.Sprintf("%s event %s on %s", eventType, reason, name), func(ctx context.Context) (bool, error) {
-		list, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for i := range list.Items {
-			ev := &list.Items[i]
-			if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && ev.Type == eventType && ev.Reason == reason &&
-				!slices.ContainsFunc(contains, func(c string) bool { return !strings.Contains(ev.Message, c) }) {
-				found = ev
-				return true, nil
-			}
-		}
-		return false, nil
+		var err error
+		found, err = FindEvent(ctx, client, ns, kind, name, eventType, reason, contains...)
+		return found != nil, err
 	})
 	return found
+}
+
+// FindEvent returns the Event in ns of eventType and reason on the object
+// kind/name whose message contains every one of contains, nil when there is
+// none (yet): WaitEvent's condition, for a wait on one of several outcomes.
+func FindEvent(ctx context.Context, client kubernetes.Interface, ns, kind, name, eventType, reason string, contains ...string) (*corev1.Event, error) {
+	list, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		ev := &list.Items[i]
+		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && ev.Type == eventType && ev.Reason == reason &&
+			!slices.ContainsFunc(contains, func(c string) bool { return !strings.Contains(ev.Message, c) }) {
+			return ev, nil
+		}
+	}
+	return nil, nil
 }

@@ -3,6 +3,7 @@ package ingressmanager
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -38,9 +40,16 @@ func (e *env) waitNoRoute(name, what string) {
 	framework.WaitGone(e.t, what, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.ns).Get, name))
 }
 
-// setRouteCondition writes the route's status for Gateway gw (in the test
+// setRouteStatus writes the route's status for Gateway gw (in the test
 // namespace) as a Gateway controller would: Accepted and ResolvedRefs.
 func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, reason, message string) {
+	e.t.Helper()
+	e.setRouteStatusBehind(name, gw, accepted, reason, message, 0)
+}
+
+// setRouteStatusBehind is setRouteStatus observed that many generations
+// before the route's: a Gateway controller that has not caught up.
+func (e *env) setRouteStatusBehind(name, gw string, accepted metav1.ConditionStatus, reason, message string, behind int64) {
 	e.t.Helper()
 	framework.Eventually(e.t, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
 		route, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
@@ -48,12 +57,13 @@ func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, r
 			return false, err
 		}
 		now := metav1.Now()
+		observed := route.Generation - behind
 		route.Status.Parents = []gatewayv1.RouteParentStatus{{
 			ParentRef:      gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw)},
 			ControllerName: testGatewayController,
 			Conditions: []metav1.Condition{
-				{Type: "Accepted", Status: accepted, Reason: reason, Message: message, ObservedGeneration: route.Generation, LastTransitionTime: now},
-				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: route.Generation, LastTransitionTime: now},
+				{Type: "Accepted", Status: accepted, Reason: reason, Message: message, ObservedGeneration: observed, LastTransitionTime: now},
+				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: observed, LastTransitionTime: now},
 			},
 		}}
 		_, err = e.gateway().GatewayV1().HTTPRoutes(e.ns).UpdateStatus(ctx, route, metav1.UpdateOptions{})
@@ -78,7 +88,18 @@ func (e *env) setIngressAddress(name string) {
 
 func (e *env) ingressExists(name string) bool {
 	e.t.Helper()
-	_, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	return exists(e, framework.Get(e.client.NetworkingV1().Ingresses(e.ns).Get, name))
+}
+
+func (e *env) routeExists(name string) bool {
+	e.t.Helper()
+	return exists(e, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.ns).Get, name))
+}
+
+// exists reports whether get finds its object.
+func exists[T any](e *env, get func(context.Context) (T, error)) bool {
+	e.t.Helper()
+	_, err := get(e.ctx)
 	if err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatal(err)
 	}
@@ -109,6 +130,176 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 	}
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
 	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+}
+
+// TestGatewayAPIRemovedWhileRunning: the HTTPRoute CRD removed while the
+// manager runs is noticed as its arrival is: a Service on a Gateway, whose
+// Ingress an earlier move deleted, gets an Ingress again without a restart,
+// and its route again once the CRD is back.
+func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
+	e := setup(t, func(o *app.Options) {
+		o.GatewayAPICheckInterval = 200 * time.Millisecond
+		o.IngressMoveSettle = 0
+	})
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.waitIngress("web", "the Ingress", nil)
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.waitRoute("web", "the route", nil)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+
+	// The later tests of the package need the Gateway API, whatever happens here.
+	t.Cleanup(func() {
+		if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
+			t.Errorf("installing the Gateway API CRDs again: %v", err)
+		}
+	})
+	// While the CRD terminates, the API server refuses to create routes
+	// with 403 Forbidden: no RBAC is missing.
+	e.m.ExpectForbidden()
+	if err := framework.RemoveHTTPRoutes(context.Background(), framework.AdminConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.waitIngress("web", "an Ingress again once the Gateway API is no longer served, without a restart", nil)
+	e.waitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
+
+	if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRoute("web", "the route again once the Gateway API is served again", nil)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("web", "the Ingress deleted once the new route is accepted")
+	for _, req := range e.m.Forbidden() {
+		if !strings.HasPrefix(req, "POST ") || !strings.HasSuffix(req, "/namespaces/"+e.ns+"/httproutes") {
+			t.Errorf("the API server refused a request of the manager but the creates of routes while the CRD terminates: %s", req)
+		}
+	}
+}
+
+// testFinalizer is held by a test on an Ingress or an HTTPRoute, as an
+// ingress controller or a Gateway implementation holds one while it tears
+// down what served the object: deleted, the object stays, its status (an
+// address, Accepted=True) as it was.
+const testFinalizer = "example.com/load-balancer"
+
+// holdFinalizer sets (hold) or clears the test's finalizer with the merge
+// patch of a typed client (its Patch method).
+func holdFinalizer[T any](t testing.TB, patch func(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (T, error), name string, hold bool) {
+	t.Helper()
+	data := []byte(`{"metadata":{"finalizers":null}}`)
+	if hold {
+		data = []byte(`{"metadata":{"finalizers":["` + testFinalizer + `"]}}`)
+	}
+	if _, err := patch(context.Background(), name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("setting the finalizers of %s: %v", name, err)
+	}
+}
+
+// waitKept waits for a Normal Event reason on Service svc whose message
+// contains msg, and fails the test if get answers NotFound first: the
+// object a move must keep was deleted.
+func waitKept[T any](e *env, what, svc string, get func(context.Context) (T, error), reason, msg string) {
+	e.t.Helper()
+	deleted := false
+	framework.Eventually(e.t, framework.Timeout, what, func(ctx context.Context) (bool, error) {
+		if _, err := get(ctx); apierrors.IsNotFound(err) {
+			deleted = true
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+		ev, err := framework.FindEvent(ctx, e.client, e.ns, "Service", svc, corev1.EventTypeNormal, reason, msg)
+		return ev != nil, err
+	})
+	if deleted {
+		e.t.Fatalf("%s: it was deleted, and nothing serves the Service once the finalizer goes", what)
+	}
+}
+
+// checkBeingDeleted is an error until o is being deleted.
+func checkBeingDeleted[T metav1.Object](o T) error {
+	if o.GetDeletionTimestamp() == nil {
+		return fmt.Errorf("not being deleted")
+	}
+	return nil
+}
+
+// checkReplaced is an error while the object is old itself.
+func checkReplaced[T metav1.Object](old T) func(T) error {
+	return func(o T) error {
+		if o.GetUID() == old.GetUID() {
+			return fmt.Errorf("still the old object")
+		}
+		return nil
+	}
+}
+
+// TestMoveBackKeepsTheRouteWhileTheIngressIsBeingDeleted: a Service moved
+// to a route backs out while its old Ingress is still being deleted (a
+// finalizer holds it, its old address in status): the route stays until a
+// new Ingress has an address, and the old Ingress is deleted once.
+func TestMoveBackKeepsTheRouteWhileTheIngressIsBeingDeleted(t *testing.T) {
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = 0 })
+	ingresses := e.client.NetworkingV1().Ingresses(e.ns)
+	routes := e.gateway().GatewayV1().HTTPRoutes(e.ns)
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.waitIngress("web", "the Ingress", nil)
+	holdFinalizer(t, ingresses.Patch, "web", true)
+	e.setIngressAddress("web")
+
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.waitRoute("web", "the route", nil)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	old := e.waitIngress("web", "the Ingress being deleted once the route is accepted", checkBeingDeleted[*networkingv1.Ingress])
+
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	waitKept(e, "the route kept while the only Ingress is being deleted", "web", framework.Get(routes.Get, "web"),
+		"WaitingForIngress", "Ingress web, which is being deleted, is gone")
+
+	holdFinalizer(t, ingresses.Patch, "web", false)
+	e.waitIngress("web", "a new Ingress once the old one is gone", checkReplaced(old))
+	if !e.routeExists("web") {
+		t.Fatal("the route went before the new Ingress has an address")
+	}
+	e.setIngressAddress("web")
+	e.waitNoRoute("web", "the route deleted once the new Ingress has an address")
+	if n := e.m.CountLogs("Deleted Ingress"); n != 1 {
+		t.Errorf("the Ingress was deleted %d times, want once: an object being deleted is not deleted again", n)
+	}
+}
+
+// TestMoveKeepsTheIngressWhileTheRouteIsBeingDeleted is the reverse: a
+// Service back on an Ingress moves to the Gateway again while its old route
+// is still being deleted, its old Accepted=True in status; then the new
+// route's Accepted=True of an older generation does not count either.
+func TestMoveKeepsTheIngressWhileTheRouteIsBeingDeleted(t *testing.T) {
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = 0 })
+	ingresses := e.client.NetworkingV1().Ingresses(e.ns)
+	routes := e.gateway().GatewayV1().HTTPRoutes(e.ns)
+	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
+	e.waitRoute("web", "the route", nil)
+	holdFinalizer(t, routes.Patch, "web", true)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	e.waitIngress("web", "the Ingress", nil)
+	e.setIngressAddress("web")
+	old := e.waitRoute("web", "the route being deleted once the Ingress has an address", checkBeingDeleted[*gatewayv1.HTTPRoute])
+
+	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	waitKept(e, "the Ingress kept while the only route is being deleted", "web", framework.Get(ingresses.Get, "web"),
+		"WaitingForHTTPRoute", "HTTPRoute web, which is being deleted, is gone")
+
+	holdFinalizer(t, routes.Patch, "web", false)
+	e.waitRoute("web", "a new route once the old one is gone", checkReplaced(old))
+	e.setRouteStatusBehind("web", "gw", metav1.ConditionTrue, "Accepted", "", 1)
+	waitKept(e, "the Ingress kept while the route's Accepted=True is of an older generation", "web", framework.Get(ingresses.Get, "web"),
+		"WaitingForHTTPRoute", "its Accepted=True is of an older generation")
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("web", "the Ingress deleted once the Gateway accepted the route's generation")
+	if n := e.m.CountLogs("Deleted HTTPRoute"); n != 1 {
+		t.Errorf("the route was deleted %d times, want once: an object being deleted is not deleted again", n)
+	}
 }
 
 func TestRouteForAnnotatedService(t *testing.T) {

@@ -1,0 +1,347 @@
+package ingressmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// syncFixture is a test controller whose caches hold what the test put in
+// the fake API servers, as the informers would, and whose Gateway API is
+// served.
+type syncFixture struct {
+	t *testing.T
+	c *Controller
+	testClients
+	routes cache.Indexer
+}
+
+func newSyncFixture(t *testing.T) *syncFixture {
+	t.Helper()
+	c, clients := newTestControllerClients(t)
+	routes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	c.gateway.routes.Store(&routes)
+	c.gateway.markKnown()
+	return &syncFixture{t: t, c: c, testClients: clients, routes: routes}
+}
+
+// addService creates svc in the API server and, when cached, in the cache.
+func (f *syncFixture) addService(svc *corev1.Service, cached bool) {
+	f.t.Helper()
+	if _, err := f.kube.CoreV1().Services(svc.Namespace).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	if cached {
+		if err := f.c.services.Add(svc); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// addIngress creates the Ingress svc asks for (when on a Gateway: the one
+// it had before) as the controller does, and caches it as mutate changes
+// it (status, deletion), as later versions of it would reach the cache.
+func (f *syncFixture) addIngress(svc *corev1.Service, mutate func(*networkingv1.Ingress)) {
+	f.t.Helper()
+	onIngress := svc.DeepCopy()
+	onIngress.Annotations[AnnotationGateway] = ""
+	desired, err := f.c.builder.Desired(onIngress)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	desired.UID = "ingress-uid"
+	addOwned(f, f.kube.NetworkingV1().Ingresses(desired.Namespace).Create, f.c.ingresses, desired, mutate)
+}
+
+// addRoute is addIngress for the HTTPRoute to Gateway gw.
+func (f *syncFixture) addRoute(svc *corev1.Service, mutate func(*gatewayv1.HTTPRoute)) {
+	f.t.Helper()
+	onGateway := svc.DeepCopy()
+	onGateway.Annotations[AnnotationGateway] = "gw"
+	desired, _, err := f.c.builder.DesiredRoute(onGateway)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	desired.UID, desired.Generation = "route-uid", 1
+	addOwned(f, f.gateway.GatewayV1().HTTPRoutes(desired.Namespace).Create, f.routes, desired, mutate)
+}
+
+// addOwned creates desired with create, as the controller does, and adds
+// what the API server answered to indexer as mutate changes it.
+func addOwned[T object](f *syncFixture, create func(context.Context, T, metav1.CreateOptions) (T, error), indexer cache.Indexer, desired T, mutate func(T)) {
+	f.t.Helper()
+	obj, err := create(context.Background(), desired, metav1.CreateOptions{FieldManager: "test"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	obj = obj.DeepCopyObject().(T)
+	if mutate != nil {
+		mutate(obj)
+	}
+	if err := indexer.Add(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// writes lists the writes both API servers received, as "delete ingresses".
+func (f *syncFixture) writes() []string {
+	var out []string
+	for _, a := range slices.Concat(f.kube.Actions(), f.gateway.Actions()) {
+		if !a.Matches("get", a.GetResource().Resource) && !a.Matches("list", a.GetResource().Resource) && !a.Matches("watch", a.GetResource().Resource) &&
+			a.GetResource().Resource != "services" {
+			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	return out
+}
+
+// reasons drains the Events recorded so far and returns their reasons.
+func (f *syncFixture) reasons() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			var typ, reason string
+			fmt.Sscan(e, &typ, &reason)
+			out = append(out, reason)
+		default:
+			return out
+		}
+	}
+}
+
+// clearActions forgets what the fakes received so far (the fixture's own
+// writes).
+func (f *syncFixture) clearActions() {
+	f.kube.ClearActions()
+	f.gateway.ClearActions()
+}
+
+func (f *syncFixture) sync(svc *corev1.Service) error {
+	return f.c.sync(context.Background(), cache.MetaObjectToName(svc))
+}
+
+// markDeleting marks an object deleted while a finalizer holds it.
+func markDeleting[T metav1.Object](o T) {
+	o.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1000, 0)})
+	o.SetFinalizers([]string{"example.com/load-balancer"})
+}
+
+func withAddress(ing *networkingv1.Ingress) {
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "198.51.100.10"}}
+}
+
+// acceptedAt sets Accepted=True by one Gateway controller for Gateway gw,
+// observed at generation gen.
+func acceptedAt(gen int64) func(*gatewayv1.HTTPRoute) {
+	return func(r *gatewayv1.HTTPRoute) {
+		r.Status.Parents = []gatewayv1.RouteParentStatus{{
+			ParentRef:      gatewayv1.ParentReference{Name: "gw"},
+			ControllerName: "example.com/gateway",
+			Conditions:     []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: gen}},
+		}}
+	}
+}
+
+func both[T any](fs ...func(T)) func(T) {
+	return func(o T) {
+		for _, f := range fs {
+			f(o)
+		}
+	}
+}
+
+// TestMoveNeverTrustsAnObjectBeingDeleted: in a move between Ingress and
+// HTTPRoute the new home must be live and current before the old one goes:
+// an object being deleted (held by a finalizer, its status as it was) is
+// never ready, never the new home, and never deleted again; a route's
+// Accepted counts only for the route's generation.
+func TestMoveNeverTrustsAnObjectBeingDeleted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gateway string // the Service's ingress/gateway
+		enabled bool
+		ingress func(*networkingv1.Ingress) // nil: none
+		route   func(*gatewayv1.HTTPRoute)  // nil: none
+		want    []string                    // writes
+		reason  string                      // an Event expected, if any
+		notWant string                      // an Event not expected, if any
+	}{
+		{name: "back on Ingress: an Ingress with an address replaces the route",
+			gateway: "", enabled: true, ingress: withAddress, route: acceptedAt(1),
+			want: []string{"delete httproutes"}, reason: ReasonHTTPRouteDeleted},
+		{name: "back on Ingress: an Ingress being deleted, with its old address, does not replace the route",
+			gateway: "", enabled: true, ingress: both(withAddress, markDeleting[*networkingv1.Ingress]), route: acceptedAt(1),
+			reason: ReasonWaitingForIngress, notWant: ReasonHTTPRouteDeleted},
+		{name: "on a Gateway: an accepted route replaces the Ingress",
+			gateway: "gw", enabled: true, ingress: withAddress, route: acceptedAt(1),
+			want: []string{"delete ingresses"}, reason: ReasonIngressDeleted},
+		{name: "on a Gateway: a route being deleted, with its old Accepted=True, does not replace the Ingress",
+			gateway: "gw", enabled: true, ingress: withAddress, route: both(acceptedAt(1), markDeleting[*gatewayv1.HTTPRoute]),
+			reason: ReasonWaitingForHTTPRoute, notWant: ReasonIngressDeleted},
+		{name: "on a Gateway: Accepted=True of an older generation of the route does not replace the Ingress",
+			gateway: "gw", enabled: true, ingress: withAddress, route: both(acceptedAt(1), func(r *gatewayv1.HTTPRoute) { r.Generation = 2 }),
+			reason: ReasonWaitingForHTTPRoute, notWant: ReasonIngressDeleted},
+		{name: "on a Gateway: an Ingress being deleted is not deleted again once the route is accepted",
+			gateway: "gw", enabled: true, ingress: both(withAddress, markDeleting[*networkingv1.Ingress]), route: acceptedAt(1),
+			notWant: ReasonIngressDeleted},
+		{name: "back on Ingress: a route being deleted is not deleted again once the Ingress has an address",
+			gateway: "", enabled: true, ingress: withAddress, route: both(acceptedAt(1), markDeleting[*gatewayv1.HTTPRoute]),
+			notWant: ReasonHTTPRouteDeleted},
+		{name: "annotation removed: an Ingress being deleted is not deleted again",
+			gateway: "", enabled: false, ingress: markDeleting[*networkingv1.Ingress],
+			notWant: ReasonIngressDeleted},
+		{name: "annotation removed: a route being deleted is not deleted again",
+			gateway: "gw", enabled: false, route: markDeleting[*gatewayv1.HTTPRoute],
+			notWant: ReasonHTTPRouteDeleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			svc.ResourceVersion = "1"
+			if tc.ingress != nil {
+				f.addIngress(svc, tc.ingress)
+			}
+			if tc.route != nil {
+				f.addRoute(svc, tc.route)
+			}
+			if !tc.enabled {
+				delete(svc.Annotations, AnnotationHTTP)
+			}
+			f.addService(svc, true)
+			f.clearActions()
+			if err := f.sync(svc); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			reasons := f.reasons()
+			if tc.reason != "" && !slices.Contains(reasons, tc.reason) {
+				t.Errorf("Events %v, want one %s", reasons, tc.reason)
+			}
+			if tc.notWant != "" && slices.Contains(reasons, tc.notWant) {
+				t.Errorf("Events %v, want no %s", reasons, tc.notWant)
+			}
+		})
+	}
+}
+
+// TestServiceAbsentFromTheCacheIsConfirmed: an Ingress or HTTPRoute whose
+// Service is not in the cache is deleted only once the API server confirms
+// the Service is gone (or is another Service now): a cache behind the API
+// server must not delete a live Service's object.
+func TestServiceAbsentFromTheCacheIsConfirmed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		live    func(*corev1.Service) *corev1.Service // the Service the API server has, nil for none
+		getErr  error
+		want    []string
+		wantErr bool
+	}{
+		{name: "the API server has the Service: its objects stay",
+			live: func(s *corev1.Service) *corev1.Service { return s }},
+		{name: "the API server has no such Service: its objects go",
+			want: []string{"delete ingresses", "delete httproutes"}},
+		{name: "the API server has another Service of that name: the old one's objects go",
+			live: func(s *corev1.Service) *corev1.Service { s.UID = "another-uid"; return s },
+			want: []string{"delete ingresses", "delete httproutes"}},
+		{name: "the API server cannot be asked: nothing goes, the sync is retried",
+			getErr: apierrors.NewServiceUnavailable("etcd is away"), wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			svc := service(nil, port("http", 80))
+			f.addIngress(svc, nil)
+			f.addRoute(svc, nil)
+			if tc.live != nil {
+				f.addService(tc.live(svc.DeepCopy()), false)
+			}
+			f.clearActions()
+			if tc.getErr != nil {
+				f.kube.PrependReactor("get", "services", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.getErr })
+			}
+			err := f.sync(svc)
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, tc.getErr)) {
+				t.Fatalf("sync: %v, want error %v", err, tc.getErr)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			gets := 0
+			for _, a := range f.kube.Actions() {
+				if a.Matches("get", "services") {
+					gets++
+				}
+			}
+			if gets != 1 {
+				t.Errorf("%d GETs of the Service, want 1 (one live read for both objects)", gets)
+			}
+		})
+	}
+}
+
+// TestServiceAbsentWithNothingToDeleteIsNotRead: a sync of a Service absent
+// from the cache that finds nothing to delete (nothing cached, or only what
+// is being deleted already) costs no read.
+func TestServiceAbsentWithNothingToDeleteIsNotRead(t *testing.T) {
+	f := newSyncFixture(t)
+	svc := service(nil, port("http", 80))
+	f.addIngress(svc, markDeleting[*networkingv1.Ingress])
+	f.clearActions()
+	if err := f.sync(svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.kube.Actions(); len(got) != 0 {
+		t.Errorf("actions = %v, want none", got)
+	}
+}
+
+// TestEveryGatewayControllerIsReportedOnce: two Gateway controllers that
+// refuse one route give one HTTPRouteNotAccepted Event each, once, however
+// often the Service is synced.
+func TestEveryGatewayControllerIsReportedOnce(t *testing.T) {
+	f := newSyncFixture(t)
+	svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addService(svc, true)
+	refused := func(controller, reason string) gatewayv1.RouteParentStatus {
+		return gatewayv1.RouteParentStatus{
+			ParentRef:      gatewayv1.ParentReference{Name: "gw"},
+			ControllerName: gatewayv1.GatewayController(controller),
+			Conditions:     []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: 1}},
+		}
+	}
+	f.addRoute(svc, func(r *gatewayv1.HTTPRoute) {
+		r.Status.Parents = []gatewayv1.RouteParentStatus{refused("example.com/a", "NotAllowedByListeners"), refused("example.com/b", "NoMatchingParent")}
+	})
+	for range 4 {
+		if err := f.sync(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, r := range f.reasons() {
+		if r == ReasonHTTPRouteNotAccepted {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d %s Events over 4 syncs, want 2 (one per Gateway controller)", n, ReasonHTTPRouteNotAccepted)
+	}
+}
