@@ -18,10 +18,13 @@
 #   bin/helm             helm.sh/helm/v4/cmd/helm, which `make verify` lints and
 #                        renders charts/controller-manager with (hack/verify-chart.sh)
 #                        and the e2e test installs it with
+# and of hack/tools/sbom/go.mod (only when asked for):
+#   bin/cyclonedx-gomod  github.com/CycloneDX/cyclonedx-gomod, which writes the
+#                        SBOM of each release binary (hack/release.sh)
 # A binary is rebuilt only when the Go version or a module version of its
 # tools module changed since it was built (bin/.<name>.<hash> records it).
 #
-# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|helm|kubectl|node ...]
+# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|helm|kubectl|cyclonedx-gomod|node ...]
 #        (default: kube-apiserver, etcd, controller-gen, traefik, helm)
 set -euo pipefail
 
@@ -115,6 +118,11 @@ for t in "${targets[@]}"; do
       build helm helm.sh/helm/v4/cmd/helm \
         "-X helm.sh/helm/v4/internal/version.version=${hv} -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
         "${hdir}" "$(modsum "${hdir}")"
+      ;;
+    cyclonedx-gomod)
+      sdir="${TOOLS}/sbom"
+      build cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod "" \
+        "${sdir}" "$(modsum "${sdir}")"
       ;;
     *) echo "unknown tool: ${t}" >&2; exit 2 ;;
   esac

@@ -7,6 +7,9 @@
 // namespace and name), each with the same content, up to what Helm alone
 // adds (helmOnlyLabels, helmOnlyAnnotations). Each difference is printed,
 // and the exit code is 1. hack/verify-chart.sh runs it in `make verify`.
+// With -image IMAGE as well, config/default's manager image is IMAGE, as
+// `make deploy IMG=IMAGE` sets it: hack/release.sh checks the release's
+// install.yaml and packaged chart so.
 //
 // With -write-crds DIR it writes the CRDs of config/default, as kustomize
 // renders them, into DIR (the chart's crds/, which Helm installs verbatim
@@ -51,11 +54,12 @@ var helmOnlyAnnotations = []string{"helm.sh/resource-policy"}
 func main() {
 	rendered := flag.String("rendered", "", "File holding the chart as `helm template --include-crds` renders it with default values; compared with config/default.")
 	writeCRDs := flag.String("write-crds", "", "Write the CRDs of config/default into this directory (the chart's crds/).")
+	image := flag.String("image", "", "With -rendered: the image config/default's manager runs, as `make deploy IMG=...` sets it.")
 	flag.Parse()
 	var err error
 	switch {
 	case *rendered != "" && *writeCRDs == "":
-		err = compareWith(*rendered)
+		err = compareWith(*rendered, *image)
 	case *writeCRDs != "" && *rendered == "":
 		err = writeCRDFiles(*writeCRDs)
 	default:
@@ -67,7 +71,11 @@ func main() {
 	}
 }
 
-func compareWith(file string) error {
+// managerImage is the image config/ names the manager's; `make deploy`
+// and kustomize's images entry replace it.
+const managerImage = "controller-manager"
+
+func compareWith(file, image string) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -81,16 +89,50 @@ func compareWith(file string) error {
 	if err != nil {
 		return err
 	}
+	if image != "" {
+		if err := setImage(kustomized, image); err != nil {
+			return err
+		}
+	}
 	diffs, err := compare(kustomized, chart)
 	if err != nil {
 		return err
 	}
 	if len(diffs) > 0 {
-		return fmt.Errorf("the chart (helm template, default values) and config/default (kustomize) differ:\n%s\n"+
+		return fmt.Errorf("%s and config/default (kustomize) differ:\n%s\n"+
 			"Change both together: config/ and the chart's templates or values.yaml; "+
-			"`make chart-crds` rewrites charts/controller-manager/crds from config/crd", strings.Join(diffs, "\n"))
+			"`make chart-crds` rewrites charts/controller-manager/crds from config/crd", file, strings.Join(diffs, "\n"))
 	}
-	fmt.Printf("chartdiff: the chart with default values renders the %d objects of config/default\n", len(chart))
+	fmt.Printf("chartdiff: %s holds the %d objects of config/default\n", file, len(chart))
+	return nil
+}
+
+// setImage makes every container of objs that runs managerImage run image.
+func setImage(objs []*unstructured.Unstructured, image string) error {
+	n := 0
+	for _, o := range objs {
+		containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			return fmt.Errorf("%s: %w", key(o), err)
+		}
+		for _, c := range containers {
+			if c, ok := c.(map[string]any); ok && c["image"] != nil {
+				name, _, _ := strings.Cut(fmt.Sprint(c["image"]), ":")
+				if name == managerImage {
+					c["image"] = image
+					n++
+				}
+			}
+		}
+		if len(containers) > 0 {
+			if err := unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+				return fmt.Errorf("%s: %w", key(o), err)
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("no container of config/default runs %s", managerImage)
+	}
 	return nil
 }
 

@@ -13,12 +13,15 @@ import (
 	"k8s.io/component-base/term"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
+
+	"github.com/kube-sample/controller-manager/internal/version"
 )
 
 // NewCommand returns the controller-manager command.
 func NewCommand() *cobra.Command {
 	o := NewOptions()
 	fg := loggingFeatureGate()
+	var showVersion bool
 
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -34,9 +37,16 @@ Select them with --controllers. The cluster is given by --kubeconfig/--master,
 KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				_, err := fmt.Fprint(cmd.OutOrStdout(), version.Get())
+				return err
+			}
 			if err := logsapi.ValidateAndApply(o.Logs, fg); err != nil {
 				return err
 			}
+			v := version.Get()
+			klog.Background().Info("Starting controller-manager", "version", v.Version, "commit", v.Commit,
+				"buildDate", v.BuildDate, "goVersion", v.GoVersion, "platform", v.Platform)
 			cliflag.PrintFlags(cmd.Flags())
 			if err := o.Validate(); err != nil {
 				// One problem a line, before any log output.
@@ -65,7 +75,7 @@ KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 		},
 	}
 
-	fss := commandFlagSets(o, fg)
+	fss := commandFlagSets(o, fg, &showVersion)
 	fs := cmd.Flags()
 	for _, f := range fss.FlagSets {
 		fs.AddFlagSet(f)
@@ -88,7 +98,7 @@ func signalContext() context.Context {
 // FlagSets returns the command's flags in their --help sections, as
 // NewCommand has them: the source of the generated flag reference.
 func FlagSets() cliflag.NamedFlagSets {
-	return commandFlagSets(NewOptions(), loggingFeatureGate())
+	return commandFlagSets(NewOptions(), loggingFeatureGate(), new(bool))
 }
 
 // loggingFeatureGate has only the logging feature gates: the manager has
@@ -99,9 +109,12 @@ func loggingFeatureGate() featuregate.MutableFeatureGate {
 	return fg
 }
 
-// commandFlagSets are o's flags and the logging feature gates of fg.
-func commandFlagSets(o *Options, fg featuregate.MutableFeatureGate) cliflag.NamedFlagSets {
+// commandFlagSets are o's flags, the logging feature gates of fg and
+// --version.
+func commandFlagSets(o *Options, fg featuregate.MutableFeatureGate, showVersion *bool) cliflag.NamedFlagSets {
 	fss := o.Flags()
 	fg.AddFlag(fss.FlagSet("logging"))
+	fss.FlagSet("global").BoolVar(showVersion, "version", false,
+		"Print the version, the commit, the build date (the commit's date) and the Go version, then exit.")
 	return fss
 }

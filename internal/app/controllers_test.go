@@ -176,7 +176,7 @@ func TestFlagsParse(t *testing.T) {
 		"kube-api-qps", "kube-api-burst", "resync-period", "leader-elect", "leader-elect-resource-namespace",
 		"leader-elect-resource-name", "leader-elect-lease-duration", "leader-elect-renew-deadline",
 		"leader-elect-retry-period", "metrics-bind-address", "health-probe-bind-address", "logging-format",
-		"shutdown-timeout"} {
+		"shutdown-timeout", "version"} {
 		f := fs.Lookup(name)
 		if f == nil {
 			t.Errorf("flag --%s missing", name)
@@ -184,6 +184,22 @@ func TestFlagsParse(t *testing.T) {
 		}
 		if len(f.Usage) < 10 {
 			t.Errorf("flag --%s has no real help text: %q", name, f.Usage)
+		}
+	}
+}
+
+// --version answers without a cluster or any other flag's checks.
+func TestVersionFlag(t *testing.T) {
+	cmd := NewCommand()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--version", "--kube-api-qps=0"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	for _, want := range []string{"controller-manager ", "commit:", "build date:", "go1."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--version printed %q, want it to say %q", out.String(), want)
 		}
 	}
 }

@@ -172,7 +172,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.DurationVar(&o.IngressMoveSettle, "ingress-move-settle", o.IngressMoveSettle,
 		"When a Service moves between Ingress and HTTPRoute, how long the old object is kept after the new one is ready (HTTPRoute Accepted by its Gateway, or Ingress with an address), so that the data plane serves the new one before the old one goes. 0 deletes it at once.")
 	fs.DurationVar(&o.GatewayAPICheckInterval, "gateway-api-check-interval", o.GatewayAPICheckInterval,
-		"While the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes), how often ingress-manager asks again; once it does, HTTPRoutes are watched without a restart.")
+		"How often ingress-manager asks discovery whether the cluster serves the Gateway API (gateway.networking.k8s.io/v1 httproutes): while it does not, to watch HTTPRoutes once it does; while it does, to stop using them (and fall back to Ingress) once it no longer does; both without a restart.")
 
 	fs = fss.FlagSet("network")
 	fs.StringVar(&o.NetworkBackendName, "network-backend", o.NetworkBackendName,

@@ -6,7 +6,8 @@
 //   - client-go REST client metrics (rest_client_requests_total, latencies);
 //   - leader election and reflector metrics;
 //   - reconcile totals, errors and durations per controller, whether this
-//     manager leads, and whether the network backend is up (below).
+//     manager leads, whether the network backend is up, and the build's
+//     identity (below).
 //
 // Importing this package installs the client-go metrics providers; it must be
 // imported before any workqueue is created, which the controller package
@@ -19,6 +20,8 @@ import (
 	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go REST, workqueue, leader election metrics
+
+	"github.com/kube-sample/controller-manager/internal/version"
 )
 
 const subsystem = "controller"
@@ -60,10 +63,19 @@ var (
 			"credentials refused, no usable endpoint); absent until its first scan.",
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"backend"})
+
+	buildInfo = k8smetrics.NewGaugeVec(&k8smetrics.GaugeOpts{
+		Subsystem:      subsystem,
+		Name:           "manager_build_info",
+		Help:           "Always 1; its labels say which build runs: version, commit, build date (the commit's) and Go version.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"version", "commit", "build_date", "go_version"})
 )
 
 func init() {
-	legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcileDuration, leaderStatus, networkBackendUp)
+	legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcileDuration, leaderStatus, networkBackendUp, buildInfo)
+	v := version.Get()
+	buildInfo.WithLabelValues(v.Version, v.Commit, v.BuildDate, v.GoVersion).Set(1)
 }
 
 // ObserveReconcile records one reconciliation of controller.

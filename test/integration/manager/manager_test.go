@@ -9,6 +9,7 @@ import (
 	"io"
 	corev1 "k8s.io/api/core/v1"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -261,6 +262,7 @@ func TestMetricsAndCleanShutdown(t *testing.T) {
 			`controller_reconcile_duration_seconds_bucket{controller="pod-logger"`,
 			`rest_client_requests_total{`,
 			`controller_manager_is_leader 1`,
+			`controller_manager_build_info{build_date="unknown",commit="unknown",go_version="` + runtime.Version() + `",version="unknown (not built by make from a git checkout)"} 1`,
 		} {
 			if !strings.Contains(body, want) {
 				return false, fmt.Errorf("/metrics lacks %s", want)

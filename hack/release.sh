@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Writes the release of VERSION (vX.Y.Z[-pre]) into DIST (default dist/),
+# everything a user installs from, built from this checkout without Docker,
+# a registry or emulation:
+#
+#   controller-manager-VERSION.oci.tar     OCI image index IMAGE_REPO:VERSION of
+#                                          linux/amd64 and linux/arm64 (Go
+#                                          cross-compiles; `skopeo copy --all
+#                                          oci-archive:...` pushes it)
+#   install.yaml                           config/default with that image: the
+#                                          CRD and everything else, one file
+#   controller-manager-X.Y.Z.tgz           the Helm chart, version X.Y.Z,
+#                                          appVersion VERSION
+#   controller-manager-VERSION-linux-ARCH.cdx.json
+#                                          CycloneDX SBOM of each architecture's
+#                                          binary, the image's only software
+#                                          (every Go module and its version)
+#   SHA256SUMS                             of all the above
+#
+# The same commit gives the same image bytes: binaries are built with
+# -trimpath and no build ID, stamped with the commit's date, and the image
+# with fixed timestamps (hack/build-image.sh); the SBOMs carry no serial
+# number or time. install.yaml and the chart are checked to install exactly
+# config/default's objects with the release's image (hack/chartdiff).
+#
+# Usage: VERSION=v0.1.0 [IMAGE_REPO=controller-manager] [DIST=dist] hack/release.sh
+# (`make release VERSION=v0.1.0` builds the tools it needs first.)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+die() { echo "release: $*" >&2; exit 1; }
+
+VERSION="${VERSION:?VERSION is the release, e.g. VERSION=v0.1.0}"
+[[ "${VERSION}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
+  die "VERSION=${VERSION} is not a semantic version with a v (v0.1.0, v1.2.0-rc.1)"
+IMAGE_REPO="${IMAGE_REPO:-controller-manager}"
+DIST="${DIST:-${ROOT}/dist}"
+LDFLAGS="${LDFLAGS:?LDFLAGS stamps the version (make release sets it)}"
+PLATFORMS=(linux/amd64 linux/arm64)
+image="${IMAGE_REPO}:${VERSION}"
+chart_version="${VERSION#v}"
+
+if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+  echo "release: WARNING: the checkout has uncommitted changes: the release is not that of commit $(git rev-parse --short HEAD)" >&2
+fi
+
+mkdir -p "${ROOT}/bin"
+work="$(mktemp -d "${ROOT}/bin/.release.XXXXXX")"
+trap 'rm -rf "${work}"' EXIT
+rm -rf "${DIST}" && mkdir -p "${DIST}"
+
+echo ">> release ${VERSION}: binaries" >&2
+mkdir -p "${work}/image"
+cp /etc/ssl/certs/ca-certificates.crt "${work}/image/ca-certificates.crt"
+for p in "${PLATFORMS[@]}"; do
+  os="${p%/*}" arch="${p#*/}"
+  out="${work}/image/${os}_${arch}/controller-manager"
+  CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "-s -w -buildid= ${LDFLAGS}" \
+    -o "${out}" ./cmd/controller-manager
+  "${ROOT}/bin/cyclonedx-gomod" bin -json -noserial -notimestamp -version "${VERSION}" \
+    -output "${DIST}/controller-manager-${VERSION}-${os}-${arch}.cdx.json" "${out}"
+done
+
+echo ">> release ${VERSION}: image ${image}" >&2
+platforms="$(IFS=,; echo "${PLATFORMS[*]}")"
+hack/build-image.sh -f Dockerfile -t "${image}" -o "${DIST}/controller-manager-${VERSION}.oci.tar" \
+  --platform "${platforms}" "${work}/image"
+
+echo ">> release ${VERSION}: install.yaml" >&2
+IMG="${image}" hack/deploy.sh render > "${DIST}/install.yaml"
+
+echo ">> release ${VERSION}: chart ${chart_version}" >&2
+cp -r charts/controller-manager "${work}/chart"
+# The chart's default image is the release's: the repository here, the
+# tag from appVersion (image.tag empty).
+sed -i "s|^  repository: .*|  repository: ${IMAGE_REPO}|" "${work}/chart/values.yaml"
+# Helm writes each file's modification time into the archive: the commit's.
+find "${work}/chart" -exec touch -h -d "@$(git log -1 --format=%ct)" {} +
+HELM_CACHE_HOME="${work}/helm" HELM_CONFIG_HOME="${work}/helm" HELM_DATA_HOME="${work}/helm" \
+  "${ROOT}/bin/helm" package "${work}/chart" --version "${chart_version}" --app-version "${VERSION}" \
+  --destination "${DIST}" >/dev/null
+
+echo ">> release ${VERSION}: checking install.yaml and the chart against config/default" >&2
+go run ./hack/chartdiff -rendered "${DIST}/install.yaml" -image "${image}" >&2
+"${ROOT}/bin/helm" template controller-manager "${DIST}/controller-manager-${chart_version}.tgz" \
+  --namespace controller-manager-system --include-crds > "${work}/chart.yaml"
+go run ./hack/chartdiff -rendered "${work}/chart.yaml" -image "${image}" >&2
+
+(cd "${DIST}" && sha256sum -- * > SHA256SUMS)
+echo ">> release ${VERSION} in ${DIST}:" >&2
+(cd "${DIST}" && ls -l) >&2
