@@ -137,14 +137,17 @@ test: tools verify ## Run every check, unit and integration test (real kube-apis
 
 # E2E_NODE names the state directory of a node that hack/node-up.sh started;
 # without it, test-e2e starts one of its own and stops it afterwards.
-E2E_NODE  ?=
-E2E_FLAGS ?= -count=1 -timeout=30m -v
+# E2E_RELEASES names the dist/ directories of two releases (`make release`),
+# the one to install first; without it, test-e2e builds two of this commit
+# into bin/e2e-release/.
+E2E_NODE     ?=
+E2E_RELEASES ?=
+E2E_FLAGS    ?= -count=1 -timeout=30m -v
 
 .PHONY: test-e2e
-test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build and load the image, make deploy, and test what a user sees, the Helm chart's install, upgrade and uninstall included.
-	hack/build-tools.sh node helm
-	$(MAKE) image
-	E2E_NODE=$(if $(E2E_NODE),$(abspath $(E2E_NODE))) IMG=$(IMG) IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(E2E_FLAGS) ./test/e2e/...
+test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build two releases, install the first from its install.yaml, test what a user sees, upgrade to the second by install.yaml and by the packaged chart (install, upgrade, uninstall).
+	hack/build-tools.sh node helm cyclonedx-gomod
+	E2E_NODE=$(if $(E2E_NODE),$(abspath $(E2E_NODE))) E2E_RELEASES="$(foreach d,$(E2E_RELEASES),$(abspath $(d)))" $(GO) test $(E2E_FLAGS) ./test/e2e/...
 
 .PHONY: node-up
 node-up: ## Start a one-node Kubernetes in .run/node (hack/node-up.sh; needs root), and load the image into it when `make image` has built it.

@@ -47,14 +47,16 @@ const (
 	upgradeServices = 20
 )
 
-// TestHelmChart installs, upgrades and uninstalls charts/controller-manager
-// as a user does, in place of config/default (which TestMain deployed, and
+// TestHelmChart installs, upgrades and uninstalls the released chart as a
+// user does, in place of config/default (which TestMain deployed, and
 // which comes back when the test ends):
-//   - `helm install` with default values but the image: both replicas roll
-//     out and the seed Service gets its Ingress;
-//   - `helm upgrade` of the host template and replicas: three replicas roll
-//     out, every annotated Service's Ingress gets the new host, and no
-//     Ingress is deleted meanwhile (a watch sees every deletion);
+//   - `helm install` of the installed release's packaged chart with default
+//     values (its image is the release's): both replicas roll out and the
+//     seed Service gets its Ingress;
+//   - `helm upgrade` to the next release's chart, and of the host template
+//     and replicas: three replicas of the new image roll out, every
+//     annotated Service's Ingress gets the new host, and no Ingress is
+//     deleted meanwhile (a watch sees every deletion);
 //   - `helm uninstall`: every object the chart installed is gone, and what
 //     stays is the CRD (crds/, kept by Helm), the Namespace (kept by its
 //     resource policy) and the objects users own (a Secret in the manager's
@@ -65,14 +67,12 @@ func TestHelmChart(t *testing.T) {
 	removeKustomizeDeployment(t)
 	t.Cleanup(func() { restoreKustomizeDeployment(t, h) })
 
-	repo, tag := splitImage(t, img)
-	h.run(t, "install", helmRelease, h.chart, "--namespace", managerNamespace, "--create-namespace",
-		"--set", "image.repository="+repo, "--set", "image.tag="+tag, "--set", "image.pullPolicy=IfNotPresent",
+	h.run(t, "install", helmRelease, installed.chart(), "--namespace", managerNamespace, "--create-namespace",
 		"--wait", "--timeout", rolloutTimeout.String())
 	if err := waitRollout(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkReplicas(t, 2)
+	checkReplicas(t, 2, installed.image())
 	installed := h.manifest(t)
 
 	// The seed's flow, and more annotated Services, on the installed chart.
@@ -94,15 +94,16 @@ func TestHelmChart(t *testing.T) {
 		})
 	}
 
-	// Upgrade: a new host template and three replicas; no Ingress is lost.
+	// Upgrade: the next release, a new host template and three replicas;
+	// no Ingress is lost.
 	deletions := watchIngressDeletions(t, ns)
-	h.run(t, "upgrade", helmRelease, h.chart, "--namespace", managerNamespace, "--reuse-values",
+	h.run(t, "upgrade", helmRelease, upgrade.chart(), "--namespace", managerNamespace, "--reuse-values",
 		"--set", "replicas=3", "--set-json", fmt.Sprintf("ingressManager.hostTemplate=%q", upgradedHostTemplate),
 		"--wait", "--timeout", rolloutTimeout.String())
 	if err := waitRollout(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkReplicas(t, 3)
+	checkReplicas(t, 3, upgrade.image())
 	// The new leader resyncs every Service with the new template.
 	framework.Eventually(t, timeout, "every Service's Ingress on the upgraded host", func(ctx context.Context) (bool, error) {
 		for _, svc := range services {
@@ -193,8 +194,8 @@ const installedCRDName = "networks.samplecrd.k8s.io"
 // helm runs bin/helm (`make test-e2e` builds it: hack/build-tools.sh helm)
 // against the node, with its own state in a temporary directory.
 type helm struct {
-	bin, chart string
-	env        []string
+	bin string
+	env []string
 }
 
 func newHelm(t *testing.T) *helm {
@@ -203,7 +204,7 @@ func newHelm(t *testing.T) *helm {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &helm{bin: filepath.Join(root, "bin", "helm"), chart: filepath.Join(root, "charts", "controller-manager")}
+	h := &helm{bin: filepath.Join(root, "bin", "helm")}
 	if _, err := os.Stat(h.bin); err != nil {
 		t.Fatalf("%v: `hack/build-tools.sh helm` builds it (make test-e2e does)", err)
 	}
@@ -272,22 +273,9 @@ func (h *helm) manifest(t *testing.T) []*unstructured.Unstructured {
 	return objs
 }
 
-// splitImage splits IMG into the chart's image.repository and image.tag.
-func splitImage(t *testing.T, image string) (repo, tag string) {
-	t.Helper()
-	if strings.Contains(image, "@") {
-		t.Fatalf("IMG %s: the chart takes a repository and a tag, not a digest", image)
-	}
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return image, "latest"
-	}
-	return image[:i], image[i+1:]
-}
-
-// checkReplicas checks that the chart's Deployment runs the image loaded,
-// want replicas, Ready, and that one of them leads.
-func checkReplicas(t *testing.T, want int) {
+// checkReplicas checks that the Deployment runs want replicas of image,
+// Ready, and that one of them leads.
+func checkReplicas(t *testing.T, want int, image string) {
 	t.Helper()
 	pods, err := managerPods(context.Background())
 	if err != nil {
@@ -297,8 +285,8 @@ func checkReplicas(t *testing.T, want int) {
 		t.Fatalf("want %d replicas, found %d: %s", want, len(pods), describePods(pods))
 	}
 	for _, p := range pods {
-		if !podReady(&p) || p.Spec.Containers[0].Image != img {
-			t.Errorf("pod %s is not Ready, or does not run %s: %s (image %s)", p.Name, img, describePods([]corev1.Pod{p}), p.Spec.Containers[0].Image)
+		if !podReady(&p) || p.Spec.Containers[0].Image != image {
+			t.Errorf("pod %s is not Ready, or does not run %s: %s (image %s)", p.Name, image, describePods([]corev1.Pod{p}), p.Spec.Containers[0].Image)
 		}
 	}
 	// After a rollout the Lease may still name a replica that is gone,

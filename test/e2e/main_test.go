@@ -1,14 +1,17 @@
-// End-to-end tests of the product as users run it: the image built by
-// `make image`, deployed by `make deploy` (config/default, unchanged but for
-// the image) onto a real one-node Kubernetes (hack/node-up.sh: kubelet,
-// containerd, kube-proxy, kube-controller-manager with its garbage
-// collector, kube-scheduler), and checked through the API as a user would.
+// End-to-end tests of the product as users install it: a release built by
+// `make release` (the linux/amd64+arm64 image index, install.yaml, the
+// packaged chart), installed from its install.yaml onto a real one-node
+// Kubernetes (hack/node-up.sh: kubelet, containerd, kube-proxy,
+// kube-controller-manager with its garbage collector, kube-scheduler), and
+// checked through the API as a user would; then upgraded to a second
+// release, by install.yaml and by the chart.
 //
 // `make test-e2e` runs them. TestMain, run as root on this machine's
 // network, starts a node in .run/e2e-node (or reuses the one whose state
-// directory E2E_NODE names), loads the image archive (IMAGE_ARCHIVE, else `make image` builds
-// one), and runs the test binary again inside the node's network
-// namespace, where the API server is; that process deploys and tests.
+// directory E2E_NODE names), builds the two releases (or takes the dist/
+// directories E2E_RELEASES names, installed one first), loads their image
+// archives, and runs the test binary again inside the node's network
+// namespace, where the API server is; that process installs and tests.
 package e2e
 
 import (
@@ -61,12 +64,61 @@ var (
 	testNode *node.Node
 	cfg      *rest.Config
 	client   kubernetes.Interface
-	// img is the image deployed.
-	img string
+	// installed is the release TestMain installs, upgrade the one the
+	// upgrade tests move to; img is installed's image.
+	installed, upgrade release
+	img                string
 )
 
+// The releases `make test-e2e` builds: same commit, two versions.
+var e2eVersions = [2]string{"v0.0.0-e2e.1", "v0.0.0-e2e.2"}
+
+// release is what `make release` wrote into dist.
+type release struct {
+	version, dist string
+}
+
+func (r release) image() string { return "controller-manager:" + r.version }
+func (r release) archive() string {
+	return filepath.Join(r.dist, "controller-manager-"+r.version+".oci.tar")
+}
+func (r release) installYAML() string { return filepath.Join(r.dist, "install.yaml") }
+func (r release) chart() string {
+	return filepath.Join(r.dist, "controller-manager-"+strings.TrimPrefix(r.version, "v")+".tgz")
+}
+
+// releases are the two releases of E2E_RELEASES (dist directories,
+// space-separated, the installed one first); without it, bin/e2e-release/
+// after `make release` of each of e2eVersions.
+func releases(ctx context.Context, root string) ([2]release, error) {
+	var r [2]release
+	if dirs := strings.Fields(os.Getenv("E2E_RELEASES")); len(dirs) > 0 {
+		if len(dirs) != 2 {
+			return r, fmt.Errorf("E2E_RELEASES=%q: give the dist directories of two releases, the installed one first", os.Getenv("E2E_RELEASES"))
+		}
+		for i, d := range dirs {
+			// dist/ holds controller-manager-<version>.oci.tar.
+			m, err := filepath.Glob(filepath.Join(d, "controller-manager-v*.oci.tar"))
+			if err != nil || len(m) != 1 {
+				return r, fmt.Errorf("E2E_RELEASES: %s holds no release (make release DIST=%s)", d, d)
+			}
+			v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m[0]), "controller-manager-"), ".oci.tar")
+			r[i] = release{version: v, dist: d}
+		}
+		return r, nil
+	}
+	for i, v := range e2eVersions {
+		r[i] = release{version: v, dist: filepath.Join(root, "bin", "e2e-release", v)}
+		cmd := exec.CommandContext(ctx, "make", "release", "VERSION="+v, "DIST="+r[i].dist)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return r, fmt.Errorf("make release VERSION=%s: %w", v, err)
+		}
+	}
+	return r, nil
+}
+
 func TestMain(m *testing.M) {
-	img = envOr("IMG", "controller-manager:latest")
 	if os.Getenv(envInside) != "" {
 		os.Exit(inside(m))
 	}
@@ -142,17 +194,16 @@ func outside() int {
 		<-osDone
 	}()
 
-	archive := os.Getenv("IMAGE_ARCHIVE")
-	if archive == "" {
-		archive = filepath.Join(root, "bin", "controller-manager-image.tar")
-		cmd := exec.CommandContext(ctx, "make", "image", "IMG="+img, "IMAGE_ARCHIVE="+archive)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fail("make image: %v", err)
-		}
+	rels, err := releases(ctx, root)
+	if err != nil {
+		return fail("%v", err)
 	}
-	if err := n.LoadImage(ctx, archive); err != nil {
-		return fail("loading the image: %v", err)
+	for _, r := range rels {
+		// The image index of both architectures: the node's containerd
+		// keeps its own.
+		if err := n.LoadImage(ctx, r.archive()); err != nil {
+			return fail("loading the image of %s: %v", r.version, err)
+		}
 	}
 	scraper, err := buildScraperImage(ctx, root)
 	if err != nil {
@@ -173,7 +224,7 @@ func outside() int {
 		args = append(slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "-test.timeout=") }),
 			"-test.timeout="+inner.String())
 	}
-	code, err := n.Reexec(ctx, args, envInside+"=1", "E2E_NODE="+n.State, "IMG="+img)
+	code, err := n.Reexec(ctx, args, envInside+"=1", "E2E_NODE="+n.State, "E2E_RELEASES="+rels[0].dist+" "+rels[1].dist)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -223,6 +274,12 @@ func inside(m *testing.M) int {
 	}
 	cfg = framework.Config(cfg) // waits poll often: no client-side throttling
 	client = kubernetes.NewForConfigOrDie(cfg)
+	rels, err := releases(context.Background(), "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	installed, upgrade, img = rels[0], rels[1], rels[0].image()
 	if err := deploy(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: deploying:", err)
 		dumpState()
@@ -236,9 +293,9 @@ func inside(m *testing.M) int {
 }
 
 // deploy installs the Gateway API CRDs (so that the HTTPRoute flow can
-// run), runs `make deploy` and waits for the rollout. On a reused node
-// whose Deployment exists already, the rollout is restarted, so that the
-// Pods run the image just loaded.
+// run), applies the installed release's install.yaml and waits for the
+// rollout. On a reused node whose Deployment exists already, the rollout is
+// restarted, so that the Pods run the image just loaded.
 func deploy() error {
 	if err := framework.InstallGatewayAPI(cfg); err != nil {
 		return fmt.Errorf("installing the Gateway API CRDs: %w", err)
@@ -246,7 +303,7 @@ func deploy() error {
 	ctx := context.Background()
 	_, err := client.AppsV1().Deployments(managerNamespace).Get(ctx, deploymentName, metav1.GetOptions{})
 	existed := err == nil
-	if err := makeDeploy(""); err != nil {
+	if err := applyInstallYAML(installed); err != nil {
 		return err
 	}
 	if existed {
@@ -269,8 +326,25 @@ func deploy() error {
 	return nil
 }
 
-// makeDeploy runs `make deploy` with the kustomize Components given (space
-// separated; "" for config/default alone).
+// applyInstallYAML applies r's install.yaml as its users do
+// (docs/install.md), with the kubectl `make test-e2e` builds.
+func applyInstallYAML(r release) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), "apply", "-f", r.installYAML())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testNode.Kubeconfig())
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubectl apply -f %s: %w", r.installYAML(), err)
+	}
+	return nil
+}
+
+// makeDeploy runs `make deploy` of the installed release's image with the
+// kustomize Components given (space separated; "" for config/default
+// alone).
 func makeDeploy(components string) error {
 	root, err := framework.RepoRoot()
 	if err != nil {
