@@ -162,11 +162,33 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	// Resyncs are not queued: nothing changed in Kubernetes. Backend drift
 	// is found by the periodic backend scan (CollectGarbage), with one List
 	// instead of a Get per Network.
-	if err := c.AddEventHandler(informer.Informer(), c.Handler()); err != nil {
+	handler := c.Handler()
+	handler.UpdateFunc = func(oldObj, newObj any) {
+		if specOrLifecycleChanged(oldObj, newObj) {
+			c.Enqueue(newObj)
+		}
+	}
+	if err := c.AddEventHandler(informer.Informer(), handler); err != nil {
 		return nil, err
 	}
 	c.Background = c.scanLoop
 	return c, nil
+}
+
+// specOrLifecycleChanged reports whether an update changed what a sync
+// acts on: the spec (its generation), the finalizers or the deletion. Our
+// own status writes (and resyncs) change none of them; queueing on them
+// would retry a failing Network at once after every attempt that wrote its
+// status, past the rate limiter's backoff.
+func specOrLifecycleChanged(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*samplecrdv1.Network)
+	n, ok2 := newObj.(*samplecrdv1.Network)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.UID != n.UID || o.Generation != n.Generation ||
+		!slices.Equal(o.Finalizers, n.Finalizers) ||
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
 }
 
 // scanLoop runs CollectGarbage at once, then every GCInterval while the
@@ -180,6 +202,12 @@ func (c *Controller) scanLoop(ctx context.Context) {
 		return wait.Backoff{Duration: c.opts.DownRetry, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: c.opts.DownRetryMax}
 	}
 	backoff := newBackoff()
+	// probe is true while the scan is a probe of a backend found down: a
+	// List that succeeds says the backend answers Lists, not that the
+	// request that failed would now succeed. The backoff is reset only by
+	// a scan that comes after a whole GCInterval without a failure, so a
+	// request that keeps failing is probed ever less often.
+	probe := false
 	for {
 		err := c.CollectGarbage(ctx)
 		if ctx.Err() != nil {
@@ -190,12 +218,16 @@ func (c *Controller) scanLoop(ctx context.Context) {
 		switch {
 		case !c.state.isUp():
 			delay = backoff.Step()
+			probe = true
 			logger.V(2).Info("The network backend is still down; probing again later", "after", delay, "err", err)
 		case errors.As(err, &listErr):
 			delay = backoff.Step()
 			logger.Error(err, "Listing the backend networks failed; Networks are looked up one by one until a List succeeds", "after", delay)
 		default:
-			backoff = newBackoff()
+			if !probe {
+				backoff = newBackoff()
+			}
+			probe = false
 			if err != nil {
 				logger.Error(err, "Garbage collection of backend networks failed; will retry", "interval", delay)
 			}
@@ -213,6 +245,7 @@ func (c *Controller) scanLoop(ctx context.Context) {
 				// backoff.
 				t.Stop()
 				delay = backoff.Step()
+				probe = true
 			}
 		}
 	}

@@ -74,12 +74,19 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 func runController(ctx context.Context, t *testing.T, client *fake.Clientset, factory externalversions.SharedInformerFactory,
 	recorder record.EventRecorder, backend network.Backend) (done <-chan struct{}) {
 	t.Helper()
+	return runControllerWith(ctx, t, client, factory, recorder, network.Options{Backend: backend})
+}
+
+// runControllerWith is runController with opts.
+func runControllerWith(ctx context.Context, t *testing.T, client *fake.Clientset, factory externalversions.SharedInformerFactory,
+	recorder record.EventRecorder, opts network.Options) (done <-chan struct{}) {
+	t.Helper()
 	c, err := network.New(ctx, &controller.Context{
 		SampleClient:          client,
 		SampleInformerFactory: factory,
 		EventRecorder:         func(string) record.EventRecorder { return recorder },
 		FieldManager:          "test",
-	}, network.Options{Backend: backend})
+	}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

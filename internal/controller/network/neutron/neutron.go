@@ -780,9 +780,20 @@ func classify(op string, err error) error {
 		return network.Down(op, describe(err))
 	}
 	msg := describe(err)
+	typ := neutronType(err)
 	switch {
 	case code == http.StatusNotFound:
 		return fmt.Errorf("%s: %w: %w", op, network.ErrNotFound, msg)
+	case code == http.StatusServiceUnavailable && (typ == "NoNetworkAvailable" || typ == "ResourceExhausted"):
+		// Neutron itself answered: what this request needs is used up
+		// (no tenant network segment left), in effect a quota, while every
+		// other request still works.
+		return network.Transient(op, samplecrdv1.ReasonQuotaExceeded, fmt.Errorf(
+			"%w (ask the cloud's operator to widen the tenant network ranges, or delete unused networks)", msg))
+	case code == http.StatusServiceUnavailable && typ != "" && typ != "ServiceUnavailable":
+		// Neutron itself answered, naming what failed for this request:
+		// its failure, not the whole backend's.
+		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, msg)
 	case code == http.StatusUnauthorized || code == http.StatusBadGateway ||
 		code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
 		// Credentials refused even after re-authenticating, or nothing
@@ -790,11 +801,11 @@ func classify(op string, err error) error {
 		return network.Down(op, msg)
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, msg)
-	case code == http.StatusConflict && neutronType(err) == "OverQuota":
+	case code == http.StatusConflict && typ == "OverQuota":
 		// Freed when other networks go, or raised by an operator: retry.
 		return network.Transient(op, samplecrdv1.ReasonQuotaExceeded, fmt.Errorf(
 			"%w (ask the cloud's operator to raise the project's quota, or delete unused networks)", msg))
-	case code == http.StatusConflict && strings.HasSuffix(neutronType(err), "InUse"):
+	case code == http.StatusConflict && strings.HasSuffix(typ, "InUse"):
 		// Something (ports of VMs) still uses the network: retry later.
 		return network.Transient(op, samplecrdv1.ReasonBackendInUse, msg)
 	case strings.Contains(msg.Error(), "overlaps with"):
@@ -846,13 +857,16 @@ func neutronType(err error) string {
 }
 
 // describe rewrites an HTTP error as "<METHOD> <URL>: <status>: <message of
-// the NeutronError or Keystone error body>", keeping it wrapped.
+// the NeutronError or Keystone error body>", keeping it wrapped. Any other
+// body (a proxy's or gateway's error page) is left out: it often carries a
+// request ID, and the text becomes the Network's Ready message, which must
+// not change at every retry.
 func describe(err error) error {
 	r, ok := unexpectedResponse(err)
 	if !ok {
 		return err
 	}
-	detail := strings.TrimSpace(string(r.Body))
+	detail := "the answer is not Neutron's (a proxy or gateway in front of it?)"
 	var body errorBody
 	if json.Unmarshal(r.Body, &body) == nil {
 		switch {

@@ -211,6 +211,58 @@ func TestServerErrorsAreTransient(t *testing.T) {
 	}
 }
 
+// TestExhausted503IsTheNetworksNotTheBackends: Neutron answers 503
+// NoNetworkAvailable to a network's POST when its tenant segment pool is
+// exhausted (in effect a quota), while every other request still works.
+// That is this request's failure, retried for its Network alone with its
+// own reason, not the whole backend's (which would stop every Network and
+// flap the backend down and up at each probe). The body is Neutron's own,
+// returned by the proxy: the real Neutron only answers it once its VXLAN
+// range is used up, which would need a restart of the shared Neutron with
+// another configuration.
+func TestExhausted503IsTheNetworksNotTheBackends(t *testing.T) {
+	ctx, _, proxy, b := proxied(t, neutron.Options{})
+	proxy.FailRouteWith("POST /v2.0/networks", http.StatusServiceUnavailable,
+		neutrontest.NeutronError("NoNetworkAvailable", "Unable to create the network. No tenant network is available for allocation."), -1)
+	ex := example()
+	_, err := b.Create(ctx, ex)
+	if err == nil || network.IsPermanent(err) || network.IsDown(err) || network.Reason(err) != samplecrdv1.ReasonQuotaExceeded ||
+		!strings.Contains(err.Error(), "NoNetworkAvailable") {
+		t.Fatalf("Create while Neutron has no tenant network left = %v (down %v), want a transient %s error of this request naming NoNetworkAvailable",
+			err, network.IsDown(err), samplecrdv1.ReasonQuotaExceeded)
+	}
+	t.Logf("no tenant network left: %v", err)
+	if _, err := b.List(ctx); err != nil {
+		t.Fatalf("List meanwhile: %v", err)
+	}
+	proxy.ClearFaults()
+	if _, err := b.Create(ctx, ex); err != nil {
+		t.Fatalf("Create once a segment is free: %v", err)
+	}
+}
+
+// TestErrorTextIsTheSameAtEveryAttempt: a gateway's or proxy's error page
+// carries what changes at every request (a request ID); the error, which
+// becomes the Network's Ready message, must not, or every retry rewrites
+// the status.
+func TestErrorTextIsTheSameAtEveryAttempt(t *testing.T) {
+	ctx, _, proxy, b := proxied(t, neutron.Options{})
+	ex := example()
+	var msgs []string
+	for i := range 2 {
+		proxy.FailRouteWith("GET /v2.0/networks", http.StatusTooManyRequests,
+			fmt.Sprintf("<html><body>429 Too Many Requests<br>request id req-%d-%s</body></html>", i, ex.UID), 1)
+		_, err := b.Get(ctx, ex.UID)
+		if err == nil || network.IsPermanent(err) {
+			t.Fatalf("Get with a 429 = %v, want a transient error", err)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] || strings.Contains(msgs[0], "req-") || !strings.Contains(msgs[0], "429") {
+		t.Fatalf("errors of two 429s that differ only by request ID: %q and %q; want the same text, naming the status but not the ID", msgs[0], msgs[1])
+	}
+}
+
 func TestReauthenticatesWhenTheTokenExpires(t *testing.T) {
 	ctx, _, proxy, b := proxied(t, neutron.Options{})
 	ex := example()

@@ -44,7 +44,10 @@ type Proxy struct {
 	created  []string // descriptions of the networks Neutron confirmed creating
 }
 
-type routeFault struct{ status, remaining int }
+type routeFault struct {
+	status, remaining int
+	body              string // "" for the default body (see serve)
+}
 
 const (
 	identityPrefix = "/identity"
@@ -194,9 +197,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 
 	p.mu.Lock()
-	status := 0
+	status, body := 0, ""
 	if f := p.routes[rt]; f != nil && f.remaining != 0 {
-		status = f.status
+		status, body = f.status, f.body
 		if f.remaining > 0 {
 			f.remaining--
 		}
@@ -206,10 +209,22 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	p.mu.Unlock()
 	if status != 0 {
-		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case body != "":
+			w.Header().Set("Content-Type", "application/json")
+		case status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
+			// What a load balancer in front of a dead Neutron answers: its
+			// own page, not Neutron's error body.
+			w.Header().Set("Content-Type", "text/html")
+			body = fmt.Sprintf("<html><body><h1>%d %s</h1>No server is available to handle this request.</body></html>",
+				status, http.StatusText(status))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			body = fmt.Sprintf(`{"NeutronError": {"type": "Injected", "message": "injected by the test proxy: %s", "detail": ""}}`,
+				http.StatusText(status))
+		}
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"NeutronError": {"type": "Injected", "message": "injected by the test proxy: %s", "detail": ""}}`,
-			http.StatusText(status))
+		fmt.Fprint(w, body)
 		return
 	}
 	next.ServeHTTP(w, r)
@@ -238,6 +253,22 @@ func (p *Proxy) FailRoute(route string, status, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.routes[route] = &routeFault{status: status, remaining: n}
+}
+
+// FailRouteWith is FailRoute with the response body body (JSON), e.g. a
+// NeutronError Neutron itself answers with.
+func (p *Proxy) FailRouteWith(route string, status int, body string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.routes[route] = &routeFault{status: status, remaining: n, body: body}
+}
+
+// NeutronError returns the body Neutron answers a failed request with
+// (neutron.api.api_common.convert_exception_to_http_exc): the exception's
+// class name as its type, and its message.
+func NeutronError(typ, message string) string {
+	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": message, "detail": ""}})
+	return string(b)
 }
 
 // ClearFaults removes every fault.
