@@ -4,7 +4,8 @@
 // Both are named k8s-<namespace>-<name> so an operator recognises them, and
 // marked as ours with Neutron tags: k8s-network-uid=<the Network's UID> and
 // managed-by=<Options.ManagedBy>. Their description names the Network, its
-// UID and the managed-by value. Every lookup filters by the tags (List, by
+// UID and the managed-by value; when a long namespace and name leave it no
+// room to name the Network, k8s-ref-<i>= tags do. Every lookup filters by the tags (List, by
 // the managed-by tag) or by that description (Create), and only what
 // carries both tags, or carries no tags and that description (a create
 // interrupted between creating an object and tagging it, found and
@@ -30,6 +31,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +57,11 @@ const (
 	// ManagedByTagPrefix + Options.ManagedBy says which controller manages
 	// the object.
 	ManagedByTagPrefix = "managed-by="
+	// RefTagPrefix + <i> + "=" + the i-th part of "<namespace>/<name>"
+	// names the Network when the description has no room for it (a long
+	// namespace and name): tags are read back whole, and the controller
+	// needs the namespace and name of what List returns.
+	RefTagPrefix = "k8s-ref-"
 
 	// DefaultRequestTimeout bounds each request to Neutron (a paginated
 	// list's pages together).
@@ -261,8 +268,55 @@ func who(ao gophercloud.AuthOptions) string {
 
 func (b *Backend) uidTag(uid types.UID) string { return UIDTagPrefix + string(uid) }
 func (b *Backend) managedTag() string          { return ManagedByTagPrefix + b.managedBy }
-func (b *Backend) tags(uid types.UID) []string {
-	return []string{b.uidTag(uid), b.managedTag()}
+// tags returns the tags that mark n's network and subnet: the UID, the
+// managed-by value, and the namespace and name when the description cannot
+// name them.
+func (b *Backend) tags(n network.Network) []string {
+	tags := []string{b.uidTag(n.UID), b.managedTag()}
+	if n.Namespace == "" {
+		return tags
+	}
+	if ns, name := parseDescription(b.description(n)); ns == n.Namespace && name == n.Name {
+		return tags
+	}
+	// Parts short enough for the tag length of older Neutron releases.
+	const part = maxTagLength - len(RefTagPrefix) - len("0=")
+	ref := n.Namespace + "/" + n.Name
+	for i := 0; ref != ""; i++ {
+		c := min(part, len(ref))
+		tags = append(tags, RefTagPrefix+strconv.Itoa(i)+"="+ref[:c])
+		ref = ref[c:]
+	}
+	return tags
+}
+
+// refFromTags returns the namespace and name the RefTagPrefix tags name,
+// or empty strings when there are none (or they are incomplete).
+func refFromTags(tags []string) (namespace, name string) {
+	parts := map[int]string{}
+	for _, t := range tags {
+		rest, ok := strings.CutPrefix(t, RefTagPrefix)
+		if !ok {
+			continue
+		}
+		i, part, ok := strings.Cut(rest, "=")
+		if n, err := strconv.Atoi(i); ok && err == nil && n >= 0 && n < len(tags) {
+			parts[n] = part
+		}
+	}
+	var ref strings.Builder
+	for i := range len(parts) {
+		p, ok := parts[i]
+		if !ok {
+			return "", ""
+		}
+		ref.WriteString(p)
+	}
+	namespace, name, ok := strings.Cut(ref.String(), "/")
+	if !ok || namespace == "" || name == "" {
+		return "", ""
+	}
+	return namespace, name
 }
 func (b *Backend) ownerTags(uid types.UID) string { return b.uidTag(uid) + "," + b.managedTag() }
 
@@ -319,8 +373,11 @@ func uidFromTags(tags []string) types.UID {
 	return ""
 }
 
+// maxTagLength is the tag length limit of older Neutron releases.
+const maxTagLength = 60
+
 func validateTag(tag string) error {
-	if len(tag) > 60 { // the limit of older Neutron releases
+	if len(tag) > maxTagLength {
 		return fmt.Errorf("tag %q is longer than 60 characters", tag)
 	}
 	if strings.Contains(tag, ",") {
@@ -332,6 +389,9 @@ func validateTag(tag string) error {
 func toNetwork(n *networks.Network, s *subnets.Subnet) *network.Network {
 	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID}
 	out.Namespace, out.Name = parseDescription(n.Description)
+	if out.Namespace == "" {
+		out.Namespace, out.Name = refFromTags(n.Tags)
+	}
 	if s != nil {
 		out.SubnetID = s.ID
 		out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
@@ -467,10 +527,10 @@ func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, err
 	return toNetwork(n, s), nil
 }
 
-// tag replaces the tags of a network or subnet with its tags plus ours.
-func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, uid types.UID) ([]string, error) {
+// tag replaces the tags of a network or subnet of n with its tags plus ours.
+func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, n network.Network) ([]string, error) {
 	tags := slices.Clone(existing)
-	for _, t := range b.tags(uid) {
+	for _, t := range b.tags(n) {
 		if !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
@@ -549,7 +609,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			}
 			logger.Info("Created Neutron network", "name", name, "networkID", net.ID)
 		}
-		if net.Tags, err = b.tag(ctx, "networks", net.ID, net.Tags, desired.UID); err != nil {
+		if net.Tags, err = b.tag(ctx, "networks", net.ID, net.Tags, desired); err != nil {
 			return nil, err
 		}
 	}
@@ -583,7 +643,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		adopted = true
 	}
 	if adopted {
-		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired.UID); err != nil {
+		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired); err != nil {
 			return nil, err
 		}
 	}

@@ -525,6 +525,43 @@ func TestInterruptedTagging(t *testing.T) {
 	}
 }
 
+// TestLongNamesKeepTheirIdentity: a namespace and name too long for the
+// description to name them (Neutron's 255 characters) still come back
+// whole from List and Get: the controller's namespace scope, its
+// garbage collection's live read and its Events depend on them.
+func TestLongNamesKeepTheirIdentity(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	b := cloud.Backend(t, neutron.Options{})
+	ex := example()
+	ex.Namespace = strings.Repeat("n", 63)                              // a DNS label at its longest
+	ex.Name = strings.Repeat("a", 120) + "." + strings.Repeat("b", 132) // a DNS subdomain at its longest
+	created, err := b.Create(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Namespace != ex.Namespace || created.Name != ex.Name {
+		t.Errorf("Create = %s/%s, want %s/%s", created.Namespace, created.Name, ex.Namespace, ex.Name)
+	}
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].UID != ex.UID || list[0].Namespace != ex.Namespace || list[0].Name != ex.Name || list[0].SubnetID == "" {
+		t.Fatalf("List = %+v, want the Network %s/%s (uid %s) with its subnet", list, ex.Namespace, ex.Name, ex.UID)
+	}
+	got, err := b.Get(ctx, ex.UID)
+	if err != nil || got.Namespace != ex.Namespace || got.Name != ex.Name {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if err := b.Delete(ctx, list[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, ex.UID); !network.IsNotFound(err) {
+		t.Fatalf("Get after Delete = %v", err)
+	}
+}
+
 // TestManagedByIsolatesClusters: two clusters sharing a project never see
 // each other's networks.
 func TestManagedByIsolatesClusters(t *testing.T) {
