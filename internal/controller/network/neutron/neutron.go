@@ -268,6 +268,7 @@ func who(ao gophercloud.AuthOptions) string {
 
 func (b *Backend) uidTag(uid types.UID) string { return UIDTagPrefix + string(uid) }
 func (b *Backend) managedTag() string          { return ManagedByTagPrefix + b.managedBy }
+
 // tags returns the tags that mark n's network and subnet: the UID, the
 // managed-by value, and the namespace and name when the description cannot
 // name them.
