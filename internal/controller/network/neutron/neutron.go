@@ -717,7 +717,15 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 		if err != nil {
 			return err
 		}
+		// Subnets of other projects (an admin may add them to our
+		// network) are not in our project's list; the network names every
+		// subnet it holds.
 		var foreign []string
+		for _, id := range n.Subnets {
+			if !slices.ContainsFunc(subs, func(s subnets.Subnet) bool { return s.ID == id }) {
+				foreign = append(foreign, id)
+			}
+		}
 		for _, s := range subs {
 			ours := slices.Contains(s.Tags, b.uidTag(target.UID)) ||
 				(uidFromTags(s.Tags) == "" && target.Namespace != "" && s.Description == b.description(target))
@@ -734,7 +742,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 			// Neutron deletes a network's unused subnets with it, whoever
 			// made them: leave the network to whoever added subnets to it.
 			return network.Transient("delete network "+n.ID, samplecrdv1.ReasonBackendInUse, fmt.Errorf(
-				"the network also holds subnets this controller did not create (%s): delete them and the delete goes on",
+				"the network also holds subnets this controller did not create (%s; one of another project is seen only by an admin): delete them and the delete goes on",
 				strings.Join(foreign, ", ")))
 		}
 		if err := b.deleteNetwork(ctx, n.ID); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {

@@ -370,6 +370,7 @@ func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 	cloud := neutrontest.Get(t)
 	b := cloud.Backend(t, neutron.Options{})
 	member := cloud.Member(t)
+	var foreignSubnet string // the subnet a case added, for the message
 	for _, tc := range []struct {
 		name, want string
 		use        func(got *network.Network) (release func() error)
@@ -396,6 +397,24 @@ func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 				return subnets.Delete(ctx, member, theirs.ID).ExtractErr()
 			}
 		}},
+		{"a subnet of another project, added by an admin, on our network", "did not create", func(got *network.Network) func() error {
+			// The controller's token does not see it: only the network's
+			// list of subnet IDs names it.
+			admin := cloud.Admin(t)
+			gw := "10.98.0.1"
+			theirs, err := subnets.Create(ctx, admin, subnets.CreateOpts{NetworkID: got.NetworkID, Name: "admin-subnet",
+				CIDR: "10.98.0.0/24", GatewayIP: &gw, IPVersion: gophercloud.IPv4, ProjectID: cloud.AdminProjectID}).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			foreignSubnet = theirs.ID
+			return func() error {
+				if subs := cloud.Subnets(t, admin, got.NetworkID); len(subs) != 1 || subs[0].ID != theirs.ID {
+					t.Errorf("subnets after the refused delete = %+v, want only the admin's", subs)
+				}
+				return subnets.Delete(ctx, admin, theirs.ID).ExtractErr()
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := example()
@@ -403,10 +422,12 @@ func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			foreignSubnet = ""
 			release := tc.use(got)
 			err = b.Delete(ctx, ex)
-			if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendInUse || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Delete = %v, want a transient %s error saying %q", err, samplecrdv1.ReasonBackendInUse, tc.want)
+			if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendInUse ||
+				!strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), foreignSubnet) {
+				t.Fatalf("Delete = %v, want a transient %s error saying %q, naming %q", err, samplecrdv1.ReasonBackendInUse, tc.want, foreignSubnet)
 			}
 			t.Logf("refused: %v", err)
 			if err := release(); err != nil {
