@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -139,6 +140,12 @@ type Backend struct {
 	// limited to it: an admin's token sees every project's networks, and
 	// another project's network is never ours, whatever its tags say.
 	projectID string
+
+	// unanswered holds, by Network UID, when a network POST of ours got no
+	// answer (our timeout, a dropped connection): Neutron may still be
+	// creating that network, where a retry's lookup does not see it yet.
+	mu         sync.Mutex
+	unanswered map[types.UID]time.Time
 }
 
 var _ network.Backend = (*Backend)(nil)
@@ -147,7 +154,8 @@ var _ network.Backend = (*Backend)(nil)
 // authenticates to Keystone v3 (failing fast on bad credentials or an
 // unreachable Keystone) and finds the network endpoint in the catalog.
 func New(ctx context.Context, opts Options) (*Backend, error) {
-	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize}
+	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize,
+		unanswered: map[types.UID]time.Time{}}
 	if b.pageSize <= 0 {
 		b.pageSize = DefaultPageSize
 	}
@@ -585,6 +593,9 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		}
 	}
 	slices.SortStableFunc(found, func(x, y networks.Network) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	if len(found) > 0 {
+		b.setUnanswered(desired.UID, false)
+	}
 	var net *networks.Network
 	for i := range found {
 		if b.owns(found[i].Tags, desired.UID) {
@@ -600,12 +611,21 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 				break
 			}
 		}
+		if net == nil && lookup {
+			if err := b.awaitUnanswered(desired.UID); err != nil {
+				return nil, err
+			}
+		}
 		if net == nil {
 			adminUp := true
 			rctx, cancel := b.request(ctx)
+			sent := rctx.Err() == nil // else the request fails before it is sent
 			net, err = networks.Create(rctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).Extract()
 			cancel()
 			if err != nil {
+				if sent && unanswered(err) {
+					b.setUnanswered(desired.UID, true)
+				}
 				return nil, classify("create network", err)
 			}
 			logger.Info("Created Neutron network", "name", name, "networkID", net.ID)
@@ -638,10 +658,25 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		}).Extract()
 		cancel()
 		if err != nil {
-			return nil, classify("create subnet", err)
+			err = classify("create subnet", err)
+			if network.Reason(err) != samplecrdv1.ReasonCIDROverlap {
+				return nil, err
+			}
+			// Neutron refuses a second overlapping subnet in one network:
+			// the one it holds may be ours, made by an earlier attempt
+			// whose request was still running when this one looked.
+			subs, lerr := b.listSubnets(ctx, subnets.ListOpts{NetworkID: net.ID})
+			if lerr != nil {
+				return nil, lerr
+			}
+			if sub, adopted = b.pickSubnet(subs, desired, true); sub == nil {
+				return nil, err
+			}
+			logger.Info("Adopting the Neutron subnet an earlier attempt created meanwhile", "networkID", net.ID, "subnetID", sub.ID)
+		} else {
+			logger.Info("Created Neutron subnet", "networkID", net.ID, "subnetID", sub.ID, "cidr", sub.CIDR, "gateway", sub.GatewayIP)
+			adopted = true
 		}
-		logger.Info("Created Neutron subnet", "networkID", net.ID, "subnetID", sub.ID, "cidr", sub.CIDR, "gateway", sub.GatewayIP)
-		adopted = true
 	}
 	if adopted {
 		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired); err != nil {
@@ -649,6 +684,48 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		}
 	}
 	return toNetwork(net, sub), nil
+}
+
+// awaitUnanswered fails with a transient error while an earlier network
+// POST for uid got no answer less than a RequestTimeout ago: Neutron may
+// still be creating that network, and a second POST would leave one of the
+// two untagged. The retry's lookup finds it once it is made; after that
+// time, it is taken as never made.
+func (b *Backend) awaitUnanswered(uid types.UID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.unanswered[uid]
+	if !ok {
+		return nil
+	}
+	if wait := b.timeout - time.Since(at); wait > 0 {
+		return network.Transient("create network", samplecrdv1.ReasonBackendUnavailable, fmt.Errorf(
+			"an earlier request creating this network got no answer and may still be running in Neutron: waiting for it (at most %v) before creating another", b.timeout))
+	}
+	delete(b.unanswered, uid)
+	return nil
+}
+
+// setUnanswered records (or forgets) that a network POST for uid got no
+// answer.
+func (b *Backend) setUnanswered(uid types.UID, pending bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if pending {
+		b.unanswered[uid] = time.Now()
+	} else {
+		delete(b.unanswered, uid)
+	}
+}
+
+// unanswered reports whether a request failed without an answer after it
+// may have reached Neutron: not refused at the dial.
+func unanswered(err error) bool {
+	if _, ok := statusCode(err); ok {
+		return false
+	}
+	var opErr *net.OpError
+	return !errors.As(err, &opErr) || opErr.Op != "dial"
 }
 
 // UpdateGateway implements network.Backend: one request when cur carries
@@ -695,6 +772,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 	if target.UID == "" {
 		return nil
 	}
+	b.setUnanswered(target.UID, false)
 	nets, err := b.findNetworks(ctx, target.UID)
 	if err != nil {
 		return err

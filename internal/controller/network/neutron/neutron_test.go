@@ -583,6 +583,120 @@ func TestLongNamesKeepTheirIdentity(t *testing.T) {
 	}
 }
 
+// TestRetryWhileATimedOutCreateRunsInNeutron: a create request that timed
+// out in the client may still be running in Neutron (queued behind others).
+// The retry must end with the one network and subnet the Network asks for:
+// no second network (the slow one untagged, leaked until the Network goes),
+// and no CIDROverlap from Neutron refusing the retry's subnet because of the
+// slow request's, which is ours.
+func TestRetryWhileATimedOutCreateRunsInNeutron(t *testing.T) {
+	const timeout = 4 * time.Second
+	t.Run("the network", func(t *testing.T) {
+		ctx, cloud, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout})
+		ex := example()
+		slow := proxy.Hold("POST /v2.0/networks")
+		if _, err := b.Create(ctx, ex); err == nil || network.IsPermanent(err) {
+			t.Fatalf("Create whose network POST timed out = %v, want a transient error", err)
+		}
+		// The retry comes while the slow request still waits to reach
+		// Neutron: it does not see that network yet.
+		_, retryErr := b.Create(ctx, ex)
+		slow.Release()
+		<-slow.Done()
+		if slow.Status() != http.StatusCreated {
+			t.Fatalf("the slow POST got %d from Neutron", slow.Status())
+		}
+		got := createUntilDone(ctx, t, b, ex, retryErr)
+		nets := networksOf(t, cloud, ex)
+		if len(nets) != 1 || nets[0].ID != got.NetworkID || !slices.Contains(nets[0].Tags, neutron.UIDTagPrefix+string(ex.UID)) {
+			t.Fatalf("networks of the Network after the retries: %d (%v), want the one Create returned (%s), tagged", len(nets), networkIDsOf(nets), got.NetworkID)
+		}
+	})
+	t.Run("the subnet", func(t *testing.T) {
+		ctx, cloud, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout})
+		ex := example()
+		slow, retried := proxy.Hold("POST /v2.0/subnets"), proxy.Hold("POST /v2.0/subnets")
+		if _, err := b.Create(ctx, ex); err == nil || network.IsPermanent(err) {
+			t.Fatalf("Create whose subnet POST timed out = %v, want a transient error", err)
+		}
+		type result struct {
+			n   *network.Network
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			n, err := b.Create(ctx, ex)
+			done <- result{n, err}
+		}()
+		// The retry found no subnet and posts its own; the slow one
+		// reaches Neutron first.
+		<-retried.Arrived()
+		slow.Release()
+		<-slow.Done()
+		retried.Release()
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("the retry, after the slow request made the subnet: %v (reason %s); want the slow request's subnet, which is ours", r.err, network.Reason(r.err))
+		}
+		nets := networksOf(t, cloud, ex)
+		if len(nets) != 1 {
+			t.Fatalf("%d networks of the Network, want 1", len(nets))
+		}
+		subs := cloud.Subnets(t, cloud.Admin(t), nets[0].ID)
+		if len(subs) != 1 || subs[0].ID != r.n.SubnetID || !slices.Contains(subs[0].Tags, neutron.UIDTagPrefix+string(ex.UID)) {
+			t.Fatalf("subnets = %+v, want the one Create returned (%s), tagged", subs, r.n.SubnetID)
+		}
+	})
+}
+
+// createUntilDone retries Create of d (whose last attempt failed with
+// err, or nil when there was none) until it succeeds, as the controller
+// would, within a deadline.
+func createUntilDone(ctx context.Context, t *testing.T, b network.Backend, d network.Network, err error) *network.Network {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err != nil && network.IsPermanent(err) {
+			t.Fatalf("Create: %v", err)
+		}
+		got, err2 := b.Create(ctx, d)
+		if err2 == nil {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Create still fails after a minute: %v", err2)
+		}
+		err = err2
+		t.Logf("retrying: %v", err)
+		select {
+		case <-time.After(100 * time.Millisecond): // the controller's retries back off too
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+}
+
+// networksOf lists, as the admin, every network whose description names
+// the Network of d (tagged or not).
+func networksOf(t *testing.T, cloud *neutrontest.Cloud, d network.Network) []networks.Network {
+	t.Helper()
+	var out []networks.Network
+	for _, n := range cloud.Networks(t, cloud.Admin(t), "") {
+		if strings.Contains(n.Description, "(uid "+string(d.UID)+")") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func networkIDsOf(nets []networks.Network) []string {
+	var ids []string
+	for _, n := range nets {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
 // TestManagedByIsolatesClusters: two clusters sharing a project never see
 // each other's networks.
 func TestManagedByIsolatesClusters(t *testing.T) {

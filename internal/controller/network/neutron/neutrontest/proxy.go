@@ -2,6 +2,7 @@ package neutrontest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,6 +41,7 @@ type Proxy struct {
 	mu       sync.Mutex // guards the fields below
 	failNext []int
 	routes   map[string]*routeFault
+	holds    map[string][]*Held
 	counts   map[string]int
 	created  []string // descriptions of the networks Neutron confirmed creating
 }
@@ -76,7 +78,7 @@ func StartProxy(c *Cloud) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing neutron url: %w", err)
 	}
-	p := &Proxy{routes: map[string]*routeFault{}, counts: map[string]int{}}
+	p := &Proxy{routes: map[string]*routeFault{}, counts: map[string]int{}, holds: map[string][]*Held{}}
 	kp, np := httputil.NewSingleHostReverseProxy(keystone), httputil.NewSingleHostReverseProxy(nw)
 	kp.ModifyResponse = func(resp *http.Response) error {
 		// The catalog of a new token: Neutron through the proxy.
@@ -172,7 +174,15 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	rt := route(r)
 	p.mu.Lock()
 	p.counts[rt]++
+	var held *Held
+	if hs := p.holds[rt]; len(hs) > 0 {
+		held, p.holds[rt] = hs[0], hs[1:]
+	}
 	p.mu.Unlock()
+	if held != nil {
+		held.serve(w, r, next)
+		return
+	}
 	latency, down := time.Duration(p.latency.Load()), p.down.Load()
 
 	if latency > 0 {
@@ -269,6 +279,58 @@ func (p *Proxy) FailRouteWith(route string, status int, body string, n int) {
 func NeutronError(typ, message string) string {
 	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": message, "detail": ""}})
 	return string(b)
+}
+
+// Held is a request the proxy holds (see Hold).
+type Held struct {
+	arrived, release, done chan struct{}
+	status                 int
+}
+
+// Hold makes the proxy hold the next request to route (as Count names it;
+// after the ones already held) until Release, and then send it on to
+// Neutron even when its client gave up meanwhile: a request that is still
+// running in Neutron after the client's timeout, as under load.
+func (p *Proxy) Hold(route string) *Held {
+	h := &Held{arrived: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holds[route] = append(p.holds[route], h)
+	return h
+}
+
+// Arrived is closed when the held request reached the proxy.
+func (h *Held) Arrived() <-chan struct{} { return h.arrived }
+
+// Release sends the held request on to Neutron.
+func (h *Held) Release() { close(h.release) }
+
+// Done is closed when Neutron answered the released request.
+func (h *Held) Done() <-chan struct{} { return h.done }
+
+// Status is Neutron's status code for the released request, once Done.
+func (h *Held) Status() int { return h.status }
+
+func (h *Held) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	// Read the body now: the client may be gone when the request goes on.
+	body, err := io.ReadAll(r.Body)
+	close(h.arrived)
+	if err != nil {
+		close(h.done)
+		return
+	}
+	<-h.release
+	out := r.Clone(context.WithoutCancel(r.Context()))
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	rec := httptest.NewRecorder()
+	next.ServeHTTP(rec, out)
+	h.status = rec.Code
+	close(h.done)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // ClearFaults removes every fault.
