@@ -79,6 +79,10 @@ type Network struct {
 	// NetworkID and SubnetID are the backend's IDs; SubnetID is empty when
 	// the subnet is missing.
 	NetworkID, SubnetID string
+	// Existed is set in what Create and CreateNew return when they
+	// created (and marked) nothing: the network and its subnet were there,
+	// complete, before the call.
+	Existed bool
 }
 
 // String identifies n in logs and messages.
@@ -198,7 +202,8 @@ const (
 // Ensure makes the backend hold desired, given cur, what the backend held
 // when last seen (a List or an earlier write), or nil when that is not
 // known: it creates the backend network when it is missing (or completes it
-// when its subnet is missing) and updates the gateway when it differs. With
+// when its subnet is missing) and updates the gateway when it differs. It
+// reports ActionCreated only when the create made something. With
 // neverCreated (cur is then nil), the caller knows that no create was ever
 // attempted for desired.UID: Ensure creates with CreateNew instead. It
 // fails with a permanent ReasonCIDRMismatch error when the backend subnet
@@ -216,7 +221,9 @@ func Ensure(ctx context.Context, b Backend, desired Network, cur *Network, never
 		if cur, err = create(ctx, desired); err != nil {
 			return nil, action, err
 		}
-		action = ActionCreated
+		if !cur.Existed {
+			action = ActionCreated
+		}
 	}
 	if !SameCIDR(cur.CIDR, desired.CIDR) {
 		return cur, action, Permanent("compare cidr", samplecrdv1.ReasonCIDRMismatch, fmt.Errorf(

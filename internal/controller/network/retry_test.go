@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -226,4 +227,42 @@ func gaps(ts []time.Time) []time.Duration {
 		out = append(out, ts[i].Sub(ts[i-1]).Round(time.Millisecond))
 	}
 	return out
+}
+
+// BackendCreated says the controller created something. A Create that only
+// found the complete network an earlier attempt made (or another replica,
+// before a restart) created nothing.
+func TestNoBackendCreatedWhenCreateOnlyFound(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obj := newNetwork("net", "u1", "10.0.0.0/24", "10.0.0.1")
+	mem := memory.New()
+	// The backend network is there, but not in the first List: made by an
+	// attempt whose List result is not known yet.
+	if _, err := mem.Create(ctx, network.Desired(obj)); err != nil {
+		t.Fatal(err)
+	}
+	var lists atomic.Int64
+	mem.SetFault(func(_ context.Context, op memory.Op, _ types.UID) error {
+		if op == memory.OpList && lists.Add(1) == 1 {
+			return network.Transient("list", samplecrdv1.ReasonBackendUnavailable, errors.New("500 Internal Server Error"))
+		}
+		return nil
+	})
+	client, _ := versionedClient(obj)
+	recorder := record.NewFakeRecorder(100)
+	done := runControllerWith(ctx, t, client, externalversionsFactory(client), recorder, network.Options{Backend: mem})
+	waitForReady(ctx, t, client, "net", func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue })
+	cancel()
+	<-done
+	close(recorder.Events)
+	for ev := range recorder.Events {
+		if strings.Contains(ev, network.ReasonCreated) {
+			t.Errorf("event %q for a Create that created nothing", ev)
+		}
+	}
+	if s := mem.Stats(); s.Creates != 1 {
+		t.Errorf("backend creates = %d, want only the test's", s.Creates)
+	}
 }

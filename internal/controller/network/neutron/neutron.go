@@ -597,6 +597,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		b.setUnanswered(desired.UID, false)
 	}
 	var net *networks.Network
+	made := false // whether this call created or marked anything
 	for i := range found {
 		if b.owns(found[i].Tags, desired.UID) {
 			net = &found[i]
@@ -633,6 +634,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		if net.Tags, err = b.tag(ctx, "networks", net.ID, net.Tags, desired); err != nil {
 			return nil, err
 		}
+		made = true
 	}
 
 	// The subnet. A network lists its subnets' IDs: one with none (always
@@ -682,8 +684,11 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired); err != nil {
 			return nil, err
 		}
+		made = true
 	}
-	return toNetwork(net, sub), nil
+	out := toNetwork(net, sub)
+	out.Existed = !made
+	return out, nil
 }
 
 // awaitUnanswered fails with a transient error while an earlier network
