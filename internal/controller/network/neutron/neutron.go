@@ -64,8 +64,8 @@ const (
 	// needs the namespace and name of what List returns.
 	RefTagPrefix = "k8s-ref-"
 
-	// DefaultRequestTimeout bounds each request to Neutron (a paginated
-	// list's pages together).
+	// DefaultRequestTimeout bounds each request to Neutron (each page of a
+	// paginated list).
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultMaxConcurrentRequests is how many requests the backend has in
 	// flight to Neutron at most.
@@ -107,8 +107,8 @@ type Options struct {
 	// a Neutron project its own value, or their garbage collections would
 	// delete each other's networks.
 	ManagedBy string
-	// RequestTimeout bounds each request to Neutron, a paginated list's
-	// pages together (default DefaultRequestTimeout). It bounds requests,
+	// RequestTimeout bounds each request to Neutron, each page of a
+	// paginated list (default DefaultRequestTimeout). It bounds requests,
 	// not whole calls: under load a call's requests each wait their turn
 	// in Neutron, and aborting a call whose requests all progress would
 	// only make its retry do them again.
@@ -441,30 +441,60 @@ func (b *Backend) request(ctx context.Context) (context.Context, context.CancelF
 	}
 }
 
+// turn waits for a turn among MaxConcurrentRequests, with no timeout of
+// its own; the returned func ends it. When ctx ends first, it returns ctx.
+func (b *Backend) turn(ctx context.Context) (context.Context, func()) {
+	select {
+	case b.inflight <- struct{}{}:
+		return ctx, func() { <-b.inflight }
+	case <-ctx.Done():
+		return ctx, func() {}
+	}
+}
+
 func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
-	ctx, cancel := b.request(ctx)
-	defer cancel()
+	ctx, done := b.turn(ctx)
+	defer done()
 	opts.ProjectID = b.projectID
-	return listAll(ctx, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
+	return listAll(ctx, b.timeout, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
 }
 
 func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
-	ctx, cancel := b.request(ctx)
-	defer cancel()
+	ctx, done := b.turn(ctx)
+	defer done()
 	opts.ProjectID = b.projectID
-	return listAll(ctx, "list subnets", subnets.List(b.client, opts), subnets.ExtractSubnets)
+	return listAll(ctx, b.timeout, "list subnets", subnets.List(b.client, opts), subnets.ExtractSubnets)
 }
 
-// listAll fetches every page of pager and extracts its items, classifying
-// the errors as operation op.
-func listAll[T any](ctx context.Context, op string, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
-	pages, err := pager.AllPages(ctx)
-	if err != nil {
+// listAll fetches every page of pager, each within timeout, and extracts
+// their items, classifying the errors as operation op. The timeout is per
+// page: a long list whose every page answers in time must not fail.
+func listAll[T any](ctx context.Context, timeout time.Duration, op string, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
+	pageCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	slow := fmt.Errorf("a page took longer than %v: %w", timeout, context.DeadlineExceeded)
+	timer := time.AfterFunc(timeout, func() { cancel(slow) })
+	defer timer.Stop()
+	var items []T
+	var extractErr error
+	err := pager.EachPage(pageCtx, func(_ context.Context, page pagination.Page) (bool, error) {
+		got, err := extract(page)
+		if err != nil {
+			extractErr = err
+			return false, err
+		}
+		items = append(items, got...)
+		timer.Reset(timeout) // the next page's own
+		return true, nil
+	})
+	switch {
+	case extractErr != nil:
+		return nil, classify(op, extractErr)
+	case err != nil:
+		if cause := context.Cause(pageCtx); errors.Is(cause, slow) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return nil, classifyList(op, err)
-	}
-	items, err := extract(pages)
-	if err != nil {
-		return nil, classify(op, err)
 	}
 	return items, nil
 }

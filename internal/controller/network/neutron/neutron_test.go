@@ -491,6 +491,43 @@ func TestLatencyAndTimeout(t *testing.T) {
 	}
 }
 
+// TestListTimesOutPerPage: the request timeout bounds each page of List,
+// not all of them together: with many networks, a List whose every page
+// answers in time must not fail (it feeds garbage collection and the
+// repair of drift).
+func TestListTimesOutPerPage(t *testing.T) {
+	const timeout = 3 * time.Second
+	ctx, _, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout, PageSize: 1})
+	for i := range 3 {
+		d := example()
+		d.Name = fmt.Sprintf("paged-%d", i)
+		if _, err := b.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each page takes a little over a third of the timeout: the pages of
+	// networks and of subnets (4 each: the last one empty) together
+	// take several times the timeout.
+	proxy.SetLatency(timeout*2/5 + 100*time.Millisecond)
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatalf("List whose every page answers within the timeout: %v", err)
+	}
+	if len(list) != 3 {
+		t.Fatalf("List = %d networks, want 3", len(list))
+	}
+	if c := proxy.Count("GET /v2.0/networks"); c < 4 {
+		t.Fatalf("GET /v2.0/networks %d times, want a page a network", c)
+	}
+
+	// One page slower than the timeout still fails, as a timeout of this
+	// request, not the backend down.
+	proxy.SetLatency(timeout + time.Second)
+	if _, err := b.List(ctx); err == nil || network.IsDown(err) || network.IsPermanent(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("List with a page slower than the timeout = %v, want a transient deadline error", err)
+	}
+}
+
 // TestInterruptedTagging: a crash between creating the network and tagging
 // it leaves an untagged network; the next Create adopts it (no duplicate)
 // and Delete finds it.

@@ -85,21 +85,17 @@ func StartProxy(c *Cloud) (*Proxy, error) {
 		if resp.Request.Method != http.MethodPost || !strings.HasSuffix(resp.Request.URL.Path, "/auth/tokens") {
 			return nil
 		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		body = bytes.ReplaceAll(body, []byte(`"`+strings.TrimSuffix(c.NeutronURL, "/")), []byte(`"`+p.URL+networkPrefix))
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		return nil
+		return rewriteBody(resp, []byte(`"`+strings.TrimSuffix(c.NeutronURL, "/")), []byte(`"`+p.URL+networkPrefix))
 	}
 	np.ModifyResponse = func(resp *http.Response) error {
 		if resp.StatusCode == http.StatusCreated && resp.Request.Method == http.MethodPost &&
 			strings.HasSuffix(resp.Request.URL.Path, "/v2.0/networks") {
 			return p.recordCreate(resp)
+		}
+		if resp.Request.Method == http.MethodGet {
+			// Neutron builds the links to a list's next pages from the
+			// Host it was asked at (the proxy's): they lack our prefix.
+			return rewriteBody(resp, []byte(`"`+p.URL+"/v2.0/"), []byte(`"`+p.URL+networkPrefix+"/v2.0/"))
 		}
 		return nil
 	}
@@ -127,6 +123,20 @@ func StartProxy(c *Cloud) (*Proxy, error) {
 	p.srv.Start()
 	p.URL = p.srv.URL
 	return p, nil
+}
+
+// rewriteBody replaces old with new in resp's body.
+func rewriteBody(resp *http.Response, old, new []byte) error {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	body = bytes.ReplaceAll(body, old, new)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return nil
 }
 
 // Close stops the proxy.
