@@ -474,11 +474,11 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 }
 
 // CollectGarbage scans the backend once (one List): it makes the List what
-// syncs compare Networks with, deletes backend networks marked as ours
-// whose Network no longer exists (within this controller's --namespace
-// scope), queues every Network whose backend network is missing or differs
-// from its spec (someone changed the backend behind our back), and, the
-// backend being up, the Networks that waited for it. A List failing because
+// syncs compare Networks with, queues every Network whose backend network
+// is missing or differs from its spec (someone changed the backend behind
+// our back) and, the backend being up, the Networks that waited for it,
+// and then deletes backend networks marked as ours whose Network no longer
+// exists (within this controller's --namespace scope). A List failing because
 // the whole backend is down marks it down; failing otherwise, it still
 // marks the backend up (it answered), and syncs look Networks up one by one
 // until a List succeeds.
@@ -506,6 +506,24 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 	}
 	inBackend := c.known.replace(mine, mark)
 	var errs []error
+	cached, err := c.lister.List(labels.Everything())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing cached networks: %w", err))
+	}
+	for _, obj := range cached {
+		if obj.DeletionTimestamp != nil || !slices.Contains(obj.Finalizers, Finalizer) {
+			continue // being deleted, or not provisioned yet: queued already
+		}
+		b, ok := inBackend[obj.UID]
+		if ok && b.SubnetID != "" && SameCIDR(b.CIDR, obj.Spec.CIDR) && SameIP(b.Gateway, obj.Spec.Gateway) {
+			continue
+		}
+		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
+		c.EnqueueKey(cache.MetaObjectToName(obj))
+	}
+	// The backend answers: Networks are served from here on, while the
+	// orphans (any number, each delete as slow as it is) go one by one.
+	c.backendUp(ctx)
 	for _, n := range mine {
 		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) > 0 {
 			continue
@@ -524,23 +542,6 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 		c.known.set(n.UID, nil)
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 	}
-
-	cached, err := c.lister.List(labels.Everything())
-	if err != nil {
-		errs = append(errs, fmt.Errorf("listing cached networks: %w", err))
-	}
-	for _, obj := range cached {
-		if obj.DeletionTimestamp != nil || !slices.Contains(obj.Finalizers, Finalizer) {
-			continue // being deleted, or not provisioned yet: queued already
-		}
-		b, ok := inBackend[obj.UID]
-		if ok && b.SubnetID != "" && SameCIDR(b.CIDR, obj.Spec.CIDR) && SameIP(b.Gateway, obj.Spec.Gateway) {
-			continue
-		}
-		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
-		c.EnqueueKey(cache.MetaObjectToName(obj))
-	}
-	c.backendUp(ctx)
 	return errors.Join(errs...)
 }
 

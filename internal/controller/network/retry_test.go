@@ -266,3 +266,41 @@ func TestNoBackendCreatedWhenCreateOnlyFound(t *testing.T) {
 		t.Errorf("backend creates = %d, want only the test's", s.Creates)
 	}
 }
+
+// The first scan brings the backend up: Networks are served at once, and
+// the backend networks left by deleted Networks are deleted beside them,
+// however slow those deletes are.
+func TestFirstScanServesBeforeCollectingGarbage(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	orphan := network.Network{UID: "u-orphan", Namespace: "ns", Name: "gone", CIDR: "10.9.0.0/24", Gateway: "10.9.0.1"}
+	if _, err := mem.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	mem.SetFault(func(ctx context.Context, op memory.Op, uid types.UID) error {
+		if op == memory.OpDelete && uid == orphan.UID {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	client, _ := versionedClient(newNetwork("net", "u1", "10.0.0.0/24", "10.0.0.1"))
+	done := runControllerWith(ctx, t, client, externalversionsFactory(client), record.NewFakeRecorder(100), network.Options{Backend: mem})
+	// The orphan's delete waits for the test: the Network is provisioned meanwhile.
+	waitForReady(ctx, t, client, "net", func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue })
+	close(release)
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := mem.Get(ctx, orphan.UID)
+		return network.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("the orphaned backend network is still there: %v", err)
+	}
+	cancel()
+	<-done
+}
