@@ -34,7 +34,12 @@ type Backend interface {
 	// crashed or timed out before its result was recorded) it creates only
 	// what is missing and returns what it holds, without changing what exists
 	// (compare CIDR and Gateway; see Ensure). It looks for such a network
-	// itself: callers need no Get first.
+	// itself: callers need no Get first. desired.NetworkID, when set, is
+	// the network the Network's status recorded: when it finds nothing of
+	// desired.UID, a backend may look at that one and refuse, with a
+	// permanent error, to create a second network while the recorded one
+	// is still there under another owner marker (Neutron: a changed
+	// managed-by value).
 	Create(ctx context.Context, desired Network) (*Network, error)
 
 	// CreateNew is Create for a Network the caller knows no create was ever
@@ -90,7 +95,8 @@ func (n Network) String() string {
 	return fmt.Sprintf("%s/%s (uid %s, network %q, subnet %q)", n.Namespace, n.Name, n.UID, n.NetworkID, n.SubnetID)
 }
 
-// Desired returns the backend network a Network asks for.
+// Desired returns the backend network a Network asks for. NetworkID is the
+// one its status records, if any: Create may check it (see Backend.Create).
 func Desired(obj *samplecrdv1.Network) Network {
 	return Network{
 		UID:       obj.UID,
@@ -98,6 +104,7 @@ func Desired(obj *samplecrdv1.Network) Network {
 		Name:      obj.Name,
 		CIDR:      obj.Spec.CIDR,
 		Gateway:   obj.Spec.Gateway,
+		NetworkID: obj.Status.NetworkID,
 	}
 }
 

@@ -646,6 +646,9 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			if err := b.awaitUnanswered(desired.UID); err != nil {
 				return nil, err
 			}
+			if err := b.checkRecorded(ctx, desired); err != nil {
+				return nil, err
+			}
 		}
 		if net == nil {
 			adminUp := true
@@ -719,6 +722,43 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 	out := toNetwork(net, sub)
 	out.Existed = !made
 	return out, nil
+}
+
+// checkRecorded refuses to create a network for desired when the network
+// its Network's status records (desired.NetworkID) is still in Neutron,
+// marked with its UID but with another managed-by value: the controller
+// runs with a changed --neutron-managed-by, which would otherwise give
+// every Network a second network. A recorded network that is gone (deleted
+// behind our back) is created again.
+func (b *Backend) checkRecorded(ctx context.Context, desired network.Network) error {
+	if desired.NetworkID == "" {
+		return nil
+	}
+	rctx, cancel := b.request(ctx)
+	n, err := networks.Get(rctx, b.client, desired.NetworkID).Extract()
+	cancel()
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return nil
+	}
+	if err != nil {
+		return classify("get network "+desired.NetworkID, err)
+	}
+	if (b.projectID != "" && n.ProjectID != b.projectID) || !slices.Contains(n.Tags, b.uidTag(desired.UID)) {
+		return nil // not the Network's any more
+	}
+	var other []string
+	for _, t := range n.Tags {
+		if v, ok := strings.CutPrefix(t, ManagedByTagPrefix); ok && v != b.managedBy {
+			other = append(other, v)
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	return network.Permanent("create network", samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+		"the Network's network %s is managed by %q, but this controller runs with --neutron-managed-by=%q: "+
+			"not creating a second one; run with --neutron-managed-by=%s (or retag its networks and subnets managed-by=%s)",
+		n.ID, strings.Join(other, ","), b.managedBy, other[0], b.managedBy))
 }
 
 // awaitUnanswered fails with a transient error while an earlier network

@@ -762,6 +762,44 @@ func TestManagedByIsolatesClusters(t *testing.T) {
 	}
 }
 
+// TestChangedManagedByNeverDuplicates: a controller restarted with another
+// --neutron-managed-by no longer finds its networks by tags or
+// description. For a Network whose status records the network it was
+// given, Create finds that network tagged with the Network's UID and the
+// old value, and refuses, naming both values, instead of creating a second
+// network for every Network.
+func TestChangedManagedByNeverDuplicates(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	before := cloud.Backend(t, neutron.Options{})
+	afterValue := neutrontest.UniqueManagedBy()
+	after := cloud.Backend(t, neutron.Options{ManagedBy: afterValue})
+	ex := example()
+	created, err := before.Create(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := ex
+	recorded.NetworkID = created.NetworkID // as the Network's status has it
+	_, err = after.Create(ctx, recorded)
+	if !network.IsPermanent(err) || !strings.Contains(err.Error(), afterValue) || !strings.Contains(err.Error(), created.NetworkID) {
+		t.Fatalf("Create with another managed-by value = %v, want a permanent error naming the network and the value", err)
+	}
+	t.Logf("refused: %v", err)
+	if nets := networksOf(t, cloud, ex); len(nets) != 1 {
+		t.Fatalf("%d networks of the Network (%v), want only the first", len(nets), networkIDsOf(nets))
+	}
+
+	// A recorded network deleted behind the controller's back is created
+	// again (drift repair), as before.
+	if err := before.Delete(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.Create(ctx, recorded); err != nil {
+		t.Fatalf("Create once the recorded network is gone: %v", err)
+	}
+}
+
 // TestAdminCredentialsStayInTheirProject: an admin sees every project's
 // networks. A controller running with admin credentials lists, adopts,
 // changes and deletes only what is in the project its token is scoped to,
