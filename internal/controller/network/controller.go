@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -164,7 +165,7 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	// instead of a Get per Network.
 	handler := c.Handler()
 	handler.UpdateFunc = func(oldObj, newObj any) {
-		if specOrLifecycleChanged(oldObj, newObj) {
+		if edited(oldObj, newObj) {
 			c.Enqueue(newObj)
 		}
 	}
@@ -175,12 +176,13 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	return c, nil
 }
 
-// specOrLifecycleChanged reports whether an update changed what a sync
-// acts on: the spec (its generation), the finalizers or the deletion. Our
-// own status writes (and resyncs) change none of them; queueing on them
-// would retry a failing Network at once after every attempt that wrote its
-// status, past the rate limiter's backoff.
-func specOrLifecycleChanged(oldObj, newObj any) bool {
+// edited reports whether an update is an edit of the
+// Network: its spec (the generation), finalizers, deletion, labels or
+// annotations (an edit asks for a look at once, also at a Network that
+// failed permanently). Our own status writes (and resyncs) change none of
+// them; queueing on them would retry a failing Network at once after every
+// attempt that wrote its status, past the rate limiter's backoff.
+func edited(oldObj, newObj any) bool {
 	o, ok1 := oldObj.(*samplecrdv1.Network)
 	n, ok2 := newObj.(*samplecrdv1.Network)
 	if !ok1 || !ok2 {
@@ -188,7 +190,8 @@ func specOrLifecycleChanged(oldObj, newObj any) bool {
 	}
 	return o.UID != n.UID || o.Generation != n.Generation ||
 		!slices.Equal(o.Finalizers, n.Finalizers) ||
-		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations)
 }
 
 // scanLoop runs CollectGarbage at once, then every GCInterval while the
