@@ -5,11 +5,11 @@
 // marked as ours with Neutron tags: k8s-network-uid=<the Network's UID> and
 // managed-by=<Options.ManagedBy>. Their description names the Network, its
 // UID and the managed-by value; when a long namespace and name leave it no
-// room to name the Network, k8s-ref-<i>= tags do. Every lookup filters by the tags (List, by
-// the managed-by tag) or by that description (Create), and only what
-// carries both tags, or carries no tags and that description (a create
-// interrupted between creating an object and tagging it, found and
-// completed instead of duplicated), is used: the backend never reads,
+// room to name the Network, k8s-ref-<i>= tags do. Every lookup filters by
+// the tags (List, by the managed-by tag) or by that description (Create),
+// and only what carries both tags, or carries no tags and that description
+// (a create interrupted between creating an object and tagging it, found
+// and completed instead of duplicated), is used: the backend never reads,
 // changes or deletes what it did not create. Neutron takes no tags in a
 // network's or a subnet's POST, hence the tagging after each. CreateNew,
 // for a Network no create was ever attempted for, makes no lookup: a
