@@ -34,7 +34,12 @@ type Backend interface {
 	// crashed or timed out before its result was recorded) it creates only
 	// what is missing and returns what it holds, without changing what exists
 	// (compare CIDR and Gateway; see Ensure). It looks for such a network
-	// itself: callers need no Get first.
+	// itself: callers need no Get first. desired.NetworkID, when set, is
+	// the network the Network's status recorded: when it finds nothing of
+	// desired.UID, a backend may look at that one and refuse, with a
+	// permanent error, to create a second network while the recorded one
+	// is still there under another owner marker (Neutron: a changed
+	// managed-by value).
 	Create(ctx context.Context, desired Network) (*Network, error)
 
 	// CreateNew is Create for a Network the caller knows no create was ever
@@ -79,6 +84,10 @@ type Network struct {
 	// NetworkID and SubnetID are the backend's IDs; SubnetID is empty when
 	// the subnet is missing.
 	NetworkID, SubnetID string
+	// Existed is set in what Create and CreateNew return when they
+	// created (and marked) nothing: the network and its subnet were there,
+	// complete, before the call.
+	Existed bool
 }
 
 // String identifies n in logs and messages.
@@ -86,7 +95,8 @@ func (n Network) String() string {
 	return fmt.Sprintf("%s/%s (uid %s, network %q, subnet %q)", n.Namespace, n.Name, n.UID, n.NetworkID, n.SubnetID)
 }
 
-// Desired returns the backend network a Network asks for.
+// Desired returns the backend network a Network asks for. NetworkID is the
+// one its status records, if any: Create may check it (see Backend.Create).
 func Desired(obj *samplecrdv1.Network) Network {
 	return Network{
 		UID:       obj.UID,
@@ -94,6 +104,7 @@ func Desired(obj *samplecrdv1.Network) Network {
 		Name:      obj.Name,
 		CIDR:      obj.Spec.CIDR,
 		Gateway:   obj.Spec.Gateway,
+		NetworkID: obj.Status.NetworkID,
 	}
 }
 
@@ -198,7 +209,8 @@ const (
 // Ensure makes the backend hold desired, given cur, what the backend held
 // when last seen (a List or an earlier write), or nil when that is not
 // known: it creates the backend network when it is missing (or completes it
-// when its subnet is missing) and updates the gateway when it differs. With
+// when its subnet is missing) and updates the gateway when it differs. It
+// reports ActionCreated only when the create made something. With
 // neverCreated (cur is then nil), the caller knows that no create was ever
 // attempted for desired.UID: Ensure creates with CreateNew instead. It
 // fails with a permanent ReasonCIDRMismatch error when the backend subnet
@@ -216,7 +228,9 @@ func Ensure(ctx context.Context, b Backend, desired Network, cur *Network, never
 		if cur, err = create(ctx, desired); err != nil {
 			return nil, action, err
 		}
-		action = ActionCreated
+		if !cur.Existed {
+			action = ActionCreated
+		}
 	}
 	if !SameCIDR(cur.CIDR, desired.CIDR) {
 		return cur, action, Permanent("compare cidr", samplecrdv1.ReasonCIDRMismatch, fmt.Errorf(

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -162,11 +163,35 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	// Resyncs are not queued: nothing changed in Kubernetes. Backend drift
 	// is found by the periodic backend scan (CollectGarbage), with one List
 	// instead of a Get per Network.
-	if err := c.AddEventHandler(informer.Informer(), c.Handler()); err != nil {
+	handler := c.Handler()
+	handler.UpdateFunc = func(oldObj, newObj any) {
+		if edited(oldObj, newObj) {
+			c.Enqueue(newObj)
+		}
+	}
+	if err := c.AddEventHandler(informer.Informer(), handler); err != nil {
 		return nil, err
 	}
 	c.Background = c.scanLoop
 	return c, nil
+}
+
+// edited reports whether an update is an edit of the
+// Network: its spec (the generation), finalizers, deletion, labels or
+// annotations (an edit asks for a look at once, also at a Network that
+// failed permanently). Our own status writes (and resyncs) change none of
+// them; queueing on them would retry a failing Network at once after every
+// attempt that wrote its status, past the rate limiter's backoff.
+func edited(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*samplecrdv1.Network)
+	n, ok2 := newObj.(*samplecrdv1.Network)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.UID != n.UID || o.Generation != n.Generation ||
+		!slices.Equal(o.Finalizers, n.Finalizers) ||
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations)
 }
 
 // scanLoop runs CollectGarbage at once, then every GCInterval while the
@@ -180,6 +205,12 @@ func (c *Controller) scanLoop(ctx context.Context) {
 		return wait.Backoff{Duration: c.opts.DownRetry, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: c.opts.DownRetryMax}
 	}
 	backoff := newBackoff()
+	// probe is true while the scan is a probe of a backend found down: a
+	// List that succeeds says the backend answers Lists, not that the
+	// request that failed would now succeed. The backoff is reset only by
+	// a scan that comes after a whole GCInterval without a failure, so a
+	// request that keeps failing is probed ever less often.
+	probe := false
 	for {
 		err := c.CollectGarbage(ctx)
 		if ctx.Err() != nil {
@@ -190,12 +221,16 @@ func (c *Controller) scanLoop(ctx context.Context) {
 		switch {
 		case !c.state.isUp():
 			delay = backoff.Step()
+			probe = true
 			logger.V(2).Info("The network backend is still down; probing again later", "after", delay, "err", err)
 		case errors.As(err, &listErr):
 			delay = backoff.Step()
 			logger.Error(err, "Listing the backend networks failed; Networks are looked up one by one until a List succeeds", "after", delay)
 		default:
-			backoff = newBackoff()
+			if !probe {
+				backoff = newBackoff()
+			}
+			probe = false
 			if err != nil {
 				logger.Error(err, "Garbage collection of backend networks failed; will retry", "interval", delay)
 			}
@@ -213,6 +248,7 @@ func (c *Controller) scanLoop(ctx context.Context) {
 				// backoff.
 				t.Stop()
 				delay = backoff.Step()
+				probe = true
 			}
 		}
 	}
@@ -441,11 +477,11 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 }
 
 // CollectGarbage scans the backend once (one List): it makes the List what
-// syncs compare Networks with, deletes backend networks marked as ours
-// whose Network no longer exists (within this controller's --namespace
-// scope), queues every Network whose backend network is missing or differs
-// from its spec (someone changed the backend behind our back), and, the
-// backend being up, the Networks that waited for it. A List failing because
+// syncs compare Networks with, queues every Network whose backend network
+// is missing or differs from its spec (someone changed the backend behind
+// our back) and, the backend being up, the Networks that waited for it,
+// and then deletes backend networks marked as ours whose Network no longer
+// exists (within this controller's --namespace scope). A List failing because
 // the whole backend is down marks it down; failing otherwise, it still
 // marks the backend up (it answered), and syncs look Networks up one by one
 // until a List succeeds.
@@ -473,6 +509,24 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 	}
 	inBackend := c.known.replace(mine, mark)
 	var errs []error
+	cached, err := c.lister.List(labels.Everything())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing cached networks: %w", err))
+	}
+	for _, obj := range cached {
+		if obj.DeletionTimestamp != nil || !slices.Contains(obj.Finalizers, Finalizer) {
+			continue // being deleted, or not provisioned yet: queued already
+		}
+		b, ok := inBackend[obj.UID]
+		if ok && b.SubnetID != "" && SameCIDR(b.CIDR, obj.Spec.CIDR) && SameIP(b.Gateway, obj.Spec.Gateway) {
+			continue
+		}
+		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
+		c.EnqueueKey(cache.MetaObjectToName(obj))
+	}
+	// The backend answers: Networks are served from here on, while the
+	// orphans (any number, each delete as slow as it is) go one by one.
+	c.backendUp(ctx)
 	for _, n := range mine {
 		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) > 0 {
 			continue
@@ -491,23 +545,6 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 		c.known.set(n.UID, nil)
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 	}
-
-	cached, err := c.lister.List(labels.Everything())
-	if err != nil {
-		errs = append(errs, fmt.Errorf("listing cached networks: %w", err))
-	}
-	for _, obj := range cached {
-		if obj.DeletionTimestamp != nil || !slices.Contains(obj.Finalizers, Finalizer) {
-			continue // being deleted, or not provisioned yet: queued already
-		}
-		b, ok := inBackend[obj.UID]
-		if ok && b.SubnetID != "" && SameCIDR(b.CIDR, obj.Spec.CIDR) && SameIP(b.Gateway, obj.Spec.Gateway) {
-			continue
-		}
-		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
-		c.EnqueueKey(cache.MetaObjectToName(obj))
-	}
-	c.backendUp(ctx)
 	return errors.Join(errs...)
 }
 

@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -74,12 +70,19 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 func runController(ctx context.Context, t *testing.T, client *fake.Clientset, factory externalversions.SharedInformerFactory,
 	recorder record.EventRecorder, backend network.Backend) (done <-chan struct{}) {
 	t.Helper()
+	return runControllerWith(ctx, t, client, factory, recorder, network.Options{Backend: backend})
+}
+
+// runControllerWith is runController with opts.
+func runControllerWith(ctx context.Context, t *testing.T, client *fake.Clientset, factory externalversions.SharedInformerFactory,
+	recorder record.EventRecorder, opts network.Options) (done <-chan struct{}) {
+	t.Helper()
 	c, err := network.New(ctx, &controller.Context{
 		SampleClient:          client,
 		SampleInformerFactory: factory,
 		EventRecorder:         func(string) record.EventRecorder { return recorder },
 		FieldManager:          "test",
-	}, network.Options{Backend: backend})
+	}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,16 +141,7 @@ func TestCreateNewOnlyForTheFirstAttemptAfterTheFinalizer(t *testing.T) {
 				Spec:       samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1"},
 			}
 			obj.ResourceVersion = "1"
-			client := fake.NewClientset(obj)
-			// The fake stores what it is given: number the versions as the
-			// API server does, or the controller takes updates for resyncs.
-			var rv atomic.Int64
-			rv.Store(1)
-			client.PrependReactor("update", "networks", func(action clienttesting.Action) (bool, runtime.Object, error) {
-				o := action.(clienttesting.UpdateAction).GetObject().(*samplecrdv1.Network)
-				o.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
-				return false, nil, nil
-			})
+			client, _ := versionedClient(obj)
 			factory := externalversions.NewSharedInformerFactory(client, 0)
 			backend := &recordingBackend{Backend: memory.New()}
 			if tc.failFirst {

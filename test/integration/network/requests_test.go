@@ -25,8 +25,10 @@ const (
 	// was none before its finalizer went on.
 	maxRequestsPerCreate = 4
 	// maxRequestsPerRecreate: a Network with the finalizer whose backend
-	// network went: the lookup, then the four of a create.
-	maxRequestsPerRecreate = 1 + maxRequestsPerCreate
+	// network went: the lookup, the GET of the network its status
+	// records (gone, not under another managed-by value), then the four
+	// of a create.
+	maxRequestsPerRecreate = 2 + maxRequestsPerCreate
 	// scanRequests: a List of fewer Networks than a page is one request
 	// for the networks and one for the subnets.
 	scanRequests = 2

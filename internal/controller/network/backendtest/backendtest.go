@@ -207,10 +207,16 @@ func testCreateIPv6(t *testing.T, ctx context.Context, s Setup) {
 func testCreateIdempotent(t *testing.T, ctx context.Context, s Setup) {
 	d := desired(1, "10.1.0.0/16", "10.1.0.1")
 	first := mustCreate(t, ctx, s.Backend, d)
+	if first.Existed {
+		t.Errorf("Create of a new network says it existed: %+v", *first)
+	}
 	before := writes(s)
 	again := mustCreate(t, ctx, s.Backend, d)
 	if again.NetworkID != first.NetworkID || again.SubnetID != first.SubnetID {
 		t.Fatalf("second Create made another network: %+v, first %+v", *again, *first)
+	}
+	if !again.Existed {
+		t.Errorf("second Create, which created nothing, does not say the network existed: %+v", *again)
 	}
 	if w := writes(s) - before; w != 0 {
 		t.Fatalf("second Create of a complete network wrote %d times, want 0", w)

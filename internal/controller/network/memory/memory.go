@@ -223,6 +223,7 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	o := b.lookup(desired.UID)
 	if o != nil && o.SubnetID != "" {
 		n := o.Network
+		n.Existed = true
 		b.mu.Unlock()
 		logger.V(2).Info("[Neutron mock] Network already exists", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID, "networkID", n.NetworkID)
 		return &n, nil

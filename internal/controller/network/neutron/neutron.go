@@ -4,11 +4,12 @@
 // Both are named k8s-<namespace>-<name> so an operator recognises them, and
 // marked as ours with Neutron tags: k8s-network-uid=<the Network's UID> and
 // managed-by=<Options.ManagedBy>. Their description names the Network, its
-// UID and the managed-by value. Every lookup filters by the tags (List, by
-// the managed-by tag) or by that description (Create), and only what
-// carries both tags, or carries no tags and that description (a create
-// interrupted between creating an object and tagging it, found and
-// completed instead of duplicated), is used: the backend never reads,
+// UID and the managed-by value; when a long namespace and name leave it no
+// room to name the Network, k8s-ref-<i>= tags do. Every lookup filters by
+// the tags (List, by the managed-by tag) or by that description (Create),
+// and only what carries both tags, or carries no tags and that description
+// (a create interrupted between creating an object and tagging it, found
+// and completed instead of duplicated), is used: the backend never reads,
 // changes or deletes what it did not create. Neutron takes no tags in a
 // network's or a subnet's POST, hence the tagging after each. CreateNew,
 // for a Network no create was ever attempted for, makes no lookup: a
@@ -30,7 +31,9 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -55,9 +58,14 @@ const (
 	// ManagedByTagPrefix + Options.ManagedBy says which controller manages
 	// the object.
 	ManagedByTagPrefix = "managed-by="
+	// RefTagPrefix + <i> + "=" + the i-th part of "<namespace>/<name>"
+	// names the Network when the description has no room for it (a long
+	// namespace and name): tags are read back whole, and the controller
+	// needs the namespace and name of what List returns.
+	RefTagPrefix = "k8s-ref-"
 
-	// DefaultRequestTimeout bounds each request to Neutron (a paginated
-	// list's pages together).
+	// DefaultRequestTimeout bounds each request to Neutron (each page of a
+	// paginated list).
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultMaxConcurrentRequests is how many requests the backend has in
 	// flight to Neutron at most.
@@ -99,8 +107,8 @@ type Options struct {
 	// a Neutron project its own value, or their garbage collections would
 	// delete each other's networks.
 	ManagedBy string
-	// RequestTimeout bounds each request to Neutron, a paginated list's
-	// pages together (default DefaultRequestTimeout). It bounds requests,
+	// RequestTimeout bounds each request to Neutron, each page of a
+	// paginated list (default DefaultRequestTimeout). It bounds requests,
 	// not whole calls: under load a call's requests each wait their turn
 	// in Neutron, and aborting a call whose requests all progress would
 	// only make its retry do them again.
@@ -132,6 +140,12 @@ type Backend struct {
 	// limited to it: an admin's token sees every project's networks, and
 	// another project's network is never ours, whatever its tags say.
 	projectID string
+
+	// unanswered holds, by Network UID, when a network POST of ours got no
+	// answer (our timeout, a dropped connection): Neutron may still be
+	// creating that network, where a retry's lookup does not see it yet.
+	mu         sync.Mutex
+	unanswered map[types.UID]time.Time
 }
 
 var _ network.Backend = (*Backend)(nil)
@@ -140,7 +154,8 @@ var _ network.Backend = (*Backend)(nil)
 // authenticates to Keystone v3 (failing fast on bad credentials or an
 // unreachable Keystone) and finds the network endpoint in the catalog.
 func New(ctx context.Context, opts Options) (*Backend, error) {
-	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize}
+	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize,
+		unanswered: map[types.UID]time.Time{}}
 	if b.pageSize <= 0 {
 		b.pageSize = DefaultPageSize
 	}
@@ -261,8 +276,56 @@ func who(ao gophercloud.AuthOptions) string {
 
 func (b *Backend) uidTag(uid types.UID) string { return UIDTagPrefix + string(uid) }
 func (b *Backend) managedTag() string          { return ManagedByTagPrefix + b.managedBy }
-func (b *Backend) tags(uid types.UID) []string {
-	return []string{b.uidTag(uid), b.managedTag()}
+
+// tags returns the tags that mark n's network and subnet: the UID, the
+// managed-by value, and the namespace and name when the description cannot
+// name them.
+func (b *Backend) tags(n network.Network) []string {
+	tags := []string{b.uidTag(n.UID), b.managedTag()}
+	if n.Namespace == "" {
+		return tags
+	}
+	if ns, name := parseDescription(b.description(n)); ns == n.Namespace && name == n.Name {
+		return tags
+	}
+	// Parts short enough for the tag length of older Neutron releases.
+	const part = maxTagLength - len(RefTagPrefix) - len("0=")
+	ref := n.Namespace + "/" + n.Name
+	for i := 0; ref != ""; i++ {
+		c := min(part, len(ref))
+		tags = append(tags, RefTagPrefix+strconv.Itoa(i)+"="+ref[:c])
+		ref = ref[c:]
+	}
+	return tags
+}
+
+// refFromTags returns the namespace and name the RefTagPrefix tags name,
+// or empty strings when there are none (or they are incomplete).
+func refFromTags(tags []string) (namespace, name string) {
+	parts := map[int]string{}
+	for _, t := range tags {
+		rest, ok := strings.CutPrefix(t, RefTagPrefix)
+		if !ok {
+			continue
+		}
+		i, part, ok := strings.Cut(rest, "=")
+		if n, err := strconv.Atoi(i); ok && err == nil && n >= 0 && n < len(tags) {
+			parts[n] = part
+		}
+	}
+	var ref strings.Builder
+	for i := range len(parts) {
+		p, ok := parts[i]
+		if !ok {
+			return "", ""
+		}
+		ref.WriteString(p)
+	}
+	namespace, name, ok := strings.Cut(ref.String(), "/")
+	if !ok || namespace == "" || name == "" {
+		return "", ""
+	}
+	return namespace, name
 }
 func (b *Backend) ownerTags(uid types.UID) string { return b.uidTag(uid) + "," + b.managedTag() }
 
@@ -319,8 +382,11 @@ func uidFromTags(tags []string) types.UID {
 	return ""
 }
 
+// maxTagLength is the tag length limit of older Neutron releases.
+const maxTagLength = 60
+
 func validateTag(tag string) error {
-	if len(tag) > 60 { // the limit of older Neutron releases
+	if len(tag) > maxTagLength {
 		return fmt.Errorf("tag %q is longer than 60 characters", tag)
 	}
 	if strings.Contains(tag, ",") {
@@ -332,6 +398,9 @@ func validateTag(tag string) error {
 func toNetwork(n *networks.Network, s *subnets.Subnet) *network.Network {
 	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID}
 	out.Namespace, out.Name = parseDescription(n.Description)
+	if out.Namespace == "" {
+		out.Namespace, out.Name = refFromTags(n.Tags)
+	}
 	if s != nil {
 		out.SubnetID = s.ID
 		out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
@@ -372,30 +441,60 @@ func (b *Backend) request(ctx context.Context) (context.Context, context.CancelF
 	}
 }
 
+// turn waits for a turn among MaxConcurrentRequests, with no timeout of
+// its own; the returned func ends it. When ctx ends first, it returns ctx.
+func (b *Backend) turn(ctx context.Context) (context.Context, func()) {
+	select {
+	case b.inflight <- struct{}{}:
+		return ctx, func() { <-b.inflight }
+	case <-ctx.Done():
+		return ctx, func() {}
+	}
+}
+
 func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
-	ctx, cancel := b.request(ctx)
-	defer cancel()
+	ctx, done := b.turn(ctx)
+	defer done()
 	opts.ProjectID = b.projectID
-	return listAll(ctx, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
+	return listAll(ctx, b.timeout, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
 }
 
 func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
-	ctx, cancel := b.request(ctx)
-	defer cancel()
+	ctx, done := b.turn(ctx)
+	defer done()
 	opts.ProjectID = b.projectID
-	return listAll(ctx, "list subnets", subnets.List(b.client, opts), subnets.ExtractSubnets)
+	return listAll(ctx, b.timeout, "list subnets", subnets.List(b.client, opts), subnets.ExtractSubnets)
 }
 
-// listAll fetches every page of pager and extracts its items, classifying
-// the errors as operation op.
-func listAll[T any](ctx context.Context, op string, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
-	pages, err := pager.AllPages(ctx)
-	if err != nil {
+// listAll fetches every page of pager, each within timeout, and extracts
+// their items, classifying the errors as operation op. The timeout is per
+// page: a long list whose every page answers in time must not fail.
+func listAll[T any](ctx context.Context, timeout time.Duration, op string, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
+	pageCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	slow := fmt.Errorf("a page took longer than %v: %w", timeout, context.DeadlineExceeded)
+	timer := time.AfterFunc(timeout, func() { cancel(slow) })
+	defer timer.Stop()
+	var items []T
+	var extractErr error
+	err := pager.EachPage(pageCtx, func(_ context.Context, page pagination.Page) (bool, error) {
+		got, err := extract(page)
+		if err != nil {
+			extractErr = err
+			return false, err
+		}
+		items = append(items, got...)
+		timer.Reset(timeout) // the next page's own
+		return true, nil
+	})
+	switch {
+	case extractErr != nil:
+		return nil, classify(op, extractErr)
+	case err != nil:
+		if cause := context.Cause(pageCtx); errors.Is(cause, slow) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return nil, classifyList(op, err)
-	}
-	items, err := extract(pages)
-	if err != nil {
-		return nil, classify(op, err)
 	}
 	return items, nil
 }
@@ -467,10 +566,10 @@ func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, err
 	return toNetwork(n, s), nil
 }
 
-// tag replaces the tags of a network or subnet with its tags plus ours.
-func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, uid types.UID) ([]string, error) {
+// tag replaces the tags of a network or subnet of n with its tags plus ours.
+func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, n network.Network) ([]string, error) {
 	tags := slices.Clone(existing)
-	for _, t := range b.tags(uid) {
+	for _, t := range b.tags(n) {
 		if !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
@@ -524,7 +623,11 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		}
 	}
 	slices.SortStableFunc(found, func(x, y networks.Network) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	if len(found) > 0 {
+		b.setUnanswered(desired.UID, false)
+	}
 	var net *networks.Network
+	made := false // whether this call created or marked anything
 	for i := range found {
 		if b.owns(found[i].Tags, desired.UID) {
 			net = &found[i]
@@ -539,19 +642,32 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 				break
 			}
 		}
+		if net == nil && lookup {
+			if err := b.awaitUnanswered(desired.UID); err != nil {
+				return nil, err
+			}
+			if err := b.checkRecorded(ctx, desired); err != nil {
+				return nil, err
+			}
+		}
 		if net == nil {
 			adminUp := true
 			rctx, cancel := b.request(ctx)
+			sent := rctx.Err() == nil // else the request fails before it is sent
 			net, err = networks.Create(rctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).Extract()
 			cancel()
 			if err != nil {
+				if sent && unanswered(err) {
+					b.setUnanswered(desired.UID, true)
+				}
 				return nil, classify("create network", err)
 			}
 			logger.Info("Created Neutron network", "name", name, "networkID", net.ID)
 		}
-		if net.Tags, err = b.tag(ctx, "networks", net.ID, net.Tags, desired.UID); err != nil {
+		if net.Tags, err = b.tag(ctx, "networks", net.ID, net.Tags, desired); err != nil {
 			return nil, err
 		}
+		made = true
 	}
 
 	// The subnet. A network lists its subnets' IDs: one with none (always
@@ -577,17 +693,114 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		}).Extract()
 		cancel()
 		if err != nil {
-			return nil, classify("create subnet", err)
+			err = classify("create subnet", err)
+			if network.Reason(err) != samplecrdv1.ReasonCIDROverlap {
+				return nil, err
+			}
+			// Neutron refuses a second overlapping subnet in one network:
+			// the one it holds may be ours, made by an earlier attempt
+			// whose request was still running when this one looked.
+			subs, lerr := b.listSubnets(ctx, subnets.ListOpts{NetworkID: net.ID})
+			if lerr != nil {
+				return nil, lerr
+			}
+			if sub, adopted = b.pickSubnet(subs, desired, true); sub == nil {
+				return nil, err
+			}
+			logger.Info("Adopting the Neutron subnet an earlier attempt created meanwhile", "networkID", net.ID, "subnetID", sub.ID)
+		} else {
+			logger.Info("Created Neutron subnet", "networkID", net.ID, "subnetID", sub.ID, "cidr", sub.CIDR, "gateway", sub.GatewayIP)
+			adopted = true
 		}
-		logger.Info("Created Neutron subnet", "networkID", net.ID, "subnetID", sub.ID, "cidr", sub.CIDR, "gateway", sub.GatewayIP)
-		adopted = true
 	}
 	if adopted {
-		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired.UID); err != nil {
+		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired); err != nil {
 			return nil, err
 		}
+		made = true
 	}
-	return toNetwork(net, sub), nil
+	out := toNetwork(net, sub)
+	out.Existed = !made
+	return out, nil
+}
+
+// checkRecorded refuses to create a network for desired when the network
+// its Network's status records (desired.NetworkID) is still in Neutron,
+// marked with its UID but with another managed-by value: the controller
+// runs with a changed --neutron-managed-by, which would otherwise give
+// every Network a second network. A recorded network that is gone (deleted
+// behind our back) is created again.
+func (b *Backend) checkRecorded(ctx context.Context, desired network.Network) error {
+	if desired.NetworkID == "" {
+		return nil
+	}
+	rctx, cancel := b.request(ctx)
+	n, err := networks.Get(rctx, b.client, desired.NetworkID).Extract()
+	cancel()
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return nil
+	}
+	if err != nil {
+		return classify("get network "+desired.NetworkID, err)
+	}
+	if (b.projectID != "" && n.ProjectID != b.projectID) || !slices.Contains(n.Tags, b.uidTag(desired.UID)) {
+		return nil // not the Network's any more
+	}
+	var other []string
+	for _, t := range n.Tags {
+		if v, ok := strings.CutPrefix(t, ManagedByTagPrefix); ok && v != b.managedBy {
+			other = append(other, v)
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	return network.Permanent("create network", samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+		"the Network's network %s is managed by %q, but this controller runs with --neutron-managed-by=%q: "+
+			"not creating a second one; run with --neutron-managed-by=%s (or retag its networks and subnets managed-by=%s)",
+		n.ID, strings.Join(other, ","), b.managedBy, other[0], b.managedBy))
+}
+
+// awaitUnanswered fails with a transient error while an earlier network
+// POST for uid got no answer less than a RequestTimeout ago: Neutron may
+// still be creating that network, and a second POST would leave one of the
+// two untagged. The retry's lookup finds it once it is made; after that
+// time, it is taken as never made.
+func (b *Backend) awaitUnanswered(uid types.UID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.unanswered[uid]
+	if !ok {
+		return nil
+	}
+	if wait := b.timeout - time.Since(at); wait > 0 {
+		return network.Transient("create network", samplecrdv1.ReasonBackendUnavailable, fmt.Errorf(
+			"an earlier request creating this network got no answer and may still be running in Neutron: waiting for it (at most %v) before creating another", b.timeout))
+	}
+	delete(b.unanswered, uid)
+	return nil
+}
+
+// setUnanswered records (or forgets) that a network POST for uid got no
+// answer.
+func (b *Backend) setUnanswered(uid types.UID, pending bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if pending {
+		b.unanswered[uid] = time.Now()
+	} else {
+		delete(b.unanswered, uid)
+	}
+}
+
+// unanswered reports whether a request failed without an answer after it
+// may have reached Neutron: not refused at the dial.
+func unanswered(err error) bool {
+	if _, ok := statusCode(err); ok {
+		return false
+	}
+	var opErr *net.OpError
+	return !errors.As(err, &opErr) || opErr.Op != "dial"
 }
 
 // UpdateGateway implements network.Backend: one request when cur carries
@@ -634,6 +847,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 	if target.UID == "" {
 		return nil
 	}
+	b.setUnanswered(target.UID, false)
 	nets, err := b.findNetworks(ctx, target.UID)
 	if err != nil {
 		return err
@@ -656,7 +870,15 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 		if err != nil {
 			return err
 		}
+		// Subnets of other projects (an admin may add them to our
+		// network) are not in our project's list; the network names every
+		// subnet it holds.
 		var foreign []string
+		for _, id := range n.Subnets {
+			if !slices.ContainsFunc(subs, func(s subnets.Subnet) bool { return s.ID == id }) {
+				foreign = append(foreign, id)
+			}
+		}
 		for _, s := range subs {
 			ours := slices.Contains(s.Tags, b.uidTag(target.UID)) ||
 				(uidFromTags(s.Tags) == "" && target.Namespace != "" && s.Description == b.description(target))
@@ -673,7 +895,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 			// Neutron deletes a network's unused subnets with it, whoever
 			// made them: leave the network to whoever added subnets to it.
 			return network.Transient("delete network "+n.ID, samplecrdv1.ReasonBackendInUse, fmt.Errorf(
-				"the network also holds subnets this controller did not create (%s): delete them and the delete goes on",
+				"the network also holds subnets this controller did not create (%s; one of another project is seen only by an admin): delete them and the delete goes on",
 				strings.Join(foreign, ", ")))
 		}
 		if err := b.deleteNetwork(ctx, n.ID); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
@@ -780,9 +1002,20 @@ func classify(op string, err error) error {
 		return network.Down(op, describe(err))
 	}
 	msg := describe(err)
+	typ := neutronType(err)
 	switch {
 	case code == http.StatusNotFound:
 		return fmt.Errorf("%s: %w: %w", op, network.ErrNotFound, msg)
+	case code == http.StatusServiceUnavailable && (typ == "NoNetworkAvailable" || typ == "ResourceExhausted"):
+		// Neutron itself answered: what this request needs is used up
+		// (no tenant network segment left), in effect a quota, while every
+		// other request still works.
+		return network.Transient(op, samplecrdv1.ReasonQuotaExceeded, fmt.Errorf(
+			"%w (ask the cloud's operator to widen the tenant network ranges, or delete unused networks)", msg))
+	case code == http.StatusServiceUnavailable && typ != "" && typ != "ServiceUnavailable":
+		// Neutron itself answered, naming what failed for this request:
+		// its failure, not the whole backend's.
+		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, msg)
 	case code == http.StatusUnauthorized || code == http.StatusBadGateway ||
 		code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
 		// Credentials refused even after re-authenticating, or nothing
@@ -790,11 +1023,11 @@ func classify(op string, err error) error {
 		return network.Down(op, msg)
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return network.Transient(op, samplecrdv1.ReasonBackendUnavailable, msg)
-	case code == http.StatusConflict && neutronType(err) == "OverQuota":
+	case code == http.StatusConflict && typ == "OverQuota":
 		// Freed when other networks go, or raised by an operator: retry.
 		return network.Transient(op, samplecrdv1.ReasonQuotaExceeded, fmt.Errorf(
 			"%w (ask the cloud's operator to raise the project's quota, or delete unused networks)", msg))
-	case code == http.StatusConflict && strings.HasSuffix(neutronType(err), "InUse"):
+	case code == http.StatusConflict && strings.HasSuffix(typ, "InUse"):
 		// Something (ports of VMs) still uses the network: retry later.
 		return network.Transient(op, samplecrdv1.ReasonBackendInUse, msg)
 	case strings.Contains(msg.Error(), "overlaps with"):
@@ -846,13 +1079,16 @@ func neutronType(err error) string {
 }
 
 // describe rewrites an HTTP error as "<METHOD> <URL>: <status>: <message of
-// the NeutronError or Keystone error body>", keeping it wrapped.
+// the NeutronError or Keystone error body>", keeping it wrapped. Any other
+// body (a proxy's or gateway's error page) is left out: it often carries a
+// request ID, and the text becomes the Network's Ready message, which must
+// not change at every retry.
 func describe(err error) error {
 	r, ok := unexpectedResponse(err)
 	if !ok {
 		return err
 	}
-	detail := strings.TrimSpace(string(r.Body))
+	detail := "the answer is not Neutron's (a proxy or gateway in front of it?)"
 	var body errorBody
 	if json.Unmarshal(r.Body, &body) == nil {
 		switch {

@@ -211,6 +211,58 @@ func TestServerErrorsAreTransient(t *testing.T) {
 	}
 }
 
+// TestExhausted503IsTheNetworksNotTheBackends: Neutron answers 503
+// NoNetworkAvailable to a network's POST when its tenant segment pool is
+// exhausted (in effect a quota), while every other request still works.
+// That is this request's failure, retried for its Network alone with its
+// own reason, not the whole backend's (which would stop every Network and
+// flap the backend down and up at each probe). The body is Neutron's own,
+// returned by the proxy: the real Neutron only answers it once its VXLAN
+// range is used up, which would need a restart of the shared Neutron with
+// another configuration.
+func TestExhausted503IsTheNetworksNotTheBackends(t *testing.T) {
+	ctx, _, proxy, b := proxied(t, neutron.Options{})
+	proxy.FailRouteWith("POST /v2.0/networks", http.StatusServiceUnavailable,
+		neutrontest.NeutronError("NoNetworkAvailable", "Unable to create the network. No tenant network is available for allocation."), -1)
+	ex := example()
+	_, err := b.Create(ctx, ex)
+	if err == nil || network.IsPermanent(err) || network.IsDown(err) || network.Reason(err) != samplecrdv1.ReasonQuotaExceeded ||
+		!strings.Contains(err.Error(), "NoNetworkAvailable") {
+		t.Fatalf("Create while Neutron has no tenant network left = %v (down %v), want a transient %s error of this request naming NoNetworkAvailable",
+			err, network.IsDown(err), samplecrdv1.ReasonQuotaExceeded)
+	}
+	t.Logf("no tenant network left: %v", err)
+	if _, err := b.List(ctx); err != nil {
+		t.Fatalf("List meanwhile: %v", err)
+	}
+	proxy.ClearFaults()
+	if _, err := b.Create(ctx, ex); err != nil {
+		t.Fatalf("Create once a segment is free: %v", err)
+	}
+}
+
+// TestErrorTextIsTheSameAtEveryAttempt: a gateway's or proxy's error page
+// carries what changes at every request (a request ID); the error, which
+// becomes the Network's Ready message, must not, or every retry rewrites
+// the status.
+func TestErrorTextIsTheSameAtEveryAttempt(t *testing.T) {
+	ctx, _, proxy, b := proxied(t, neutron.Options{})
+	ex := example()
+	var msgs []string
+	for i := range 2 {
+		proxy.FailRouteWith("GET /v2.0/networks", http.StatusTooManyRequests,
+			fmt.Sprintf("<html><body>429 Too Many Requests<br>request id req-%d-%s</body></html>", i, ex.UID), 1)
+		_, err := b.Get(ctx, ex.UID)
+		if err == nil || network.IsPermanent(err) {
+			t.Fatalf("Get with a 429 = %v, want a transient error", err)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] || strings.Contains(msgs[0], "req-") || !strings.Contains(msgs[0], "429") {
+		t.Fatalf("errors of two 429s that differ only by request ID: %q and %q; want the same text, naming the status but not the ID", msgs[0], msgs[1])
+	}
+}
+
 func TestReauthenticatesWhenTheTokenExpires(t *testing.T) {
 	ctx, _, proxy, b := proxied(t, neutron.Options{})
 	ex := example()
@@ -318,6 +370,7 @@ func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 	cloud := neutrontest.Get(t)
 	b := cloud.Backend(t, neutron.Options{})
 	member := cloud.Member(t)
+	var foreignSubnet string // the subnet a case added, for the message
 	for _, tc := range []struct {
 		name, want string
 		use        func(got *network.Network) (release func() error)
@@ -344,6 +397,24 @@ func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 				return subnets.Delete(ctx, member, theirs.ID).ExtractErr()
 			}
 		}},
+		{"a subnet of another project, added by an admin, on our network", "did not create", func(got *network.Network) func() error {
+			// The controller's token does not see it: only the network's
+			// list of subnet IDs names it.
+			admin := cloud.Admin(t)
+			gw := "10.98.0.1"
+			theirs, err := subnets.Create(ctx, admin, subnets.CreateOpts{NetworkID: got.NetworkID, Name: "admin-subnet",
+				CIDR: "10.98.0.0/24", GatewayIP: &gw, IPVersion: gophercloud.IPv4, ProjectID: cloud.AdminProjectID}).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			foreignSubnet = theirs.ID
+			return func() error {
+				if subs := cloud.Subnets(t, admin, got.NetworkID); len(subs) != 1 || subs[0].ID != theirs.ID {
+					t.Errorf("subnets after the refused delete = %+v, want only the admin's", subs)
+				}
+				return subnets.Delete(ctx, admin, theirs.ID).ExtractErr()
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := example()
@@ -351,10 +422,12 @@ func TestDeleteRefusedWhileOthersUseIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			foreignSubnet = ""
 			release := tc.use(got)
 			err = b.Delete(ctx, ex)
-			if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendInUse || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Delete = %v, want a transient %s error saying %q", err, samplecrdv1.ReasonBackendInUse, tc.want)
+			if err == nil || network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendInUse ||
+				!strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), foreignSubnet) {
+				t.Fatalf("Delete = %v, want a transient %s error saying %q, naming %q", err, samplecrdv1.ReasonBackendInUse, tc.want, foreignSubnet)
 			}
 			t.Logf("refused: %v", err)
 			if err := release(); err != nil {
@@ -418,6 +491,43 @@ func TestLatencyAndTimeout(t *testing.T) {
 	}
 }
 
+// TestListTimesOutPerPage: the request timeout bounds each page of List,
+// not all of them together: with many networks, a List whose every page
+// answers in time must not fail (it feeds garbage collection and the
+// repair of drift).
+func TestListTimesOutPerPage(t *testing.T) {
+	const timeout = 3 * time.Second
+	ctx, _, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout, PageSize: 1})
+	for i := range 3 {
+		d := example()
+		d.Name = fmt.Sprintf("paged-%d", i)
+		if _, err := b.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each page takes a little over a third of the timeout: the pages of
+	// networks and of subnets (4 each: the last one empty) together
+	// take several times the timeout.
+	proxy.SetLatency(timeout*2/5 + 100*time.Millisecond)
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatalf("List whose every page answers within the timeout: %v", err)
+	}
+	if len(list) != 3 {
+		t.Fatalf("List = %d networks, want 3", len(list))
+	}
+	if c := proxy.Count("GET /v2.0/networks"); c < 4 {
+		t.Fatalf("GET /v2.0/networks %d times, want a page a network", c)
+	}
+
+	// One page slower than the timeout still fails, as a timeout of this
+	// request, not the backend down.
+	proxy.SetLatency(timeout + time.Second)
+	if _, err := b.List(ctx); err == nil || network.IsDown(err) || network.IsPermanent(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("List with a page slower than the timeout = %v, want a transient deadline error", err)
+	}
+}
+
 // TestInterruptedTagging: a crash between creating the network and tagging
 // it leaves an untagged network; the next Create adopts it (no duplicate)
 // and Delete finds it.
@@ -473,6 +583,157 @@ func TestInterruptedTagging(t *testing.T) {
 	}
 }
 
+// TestLongNamesKeepTheirIdentity: a namespace and name too long for the
+// description to name them (Neutron's 255 characters) still come back
+// whole from List and Get: the controller's namespace scope, its
+// garbage collection's live read and its Events depend on them.
+func TestLongNamesKeepTheirIdentity(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	b := cloud.Backend(t, neutron.Options{})
+	ex := example()
+	ex.Namespace = strings.Repeat("n", 63)                              // a DNS label at its longest
+	ex.Name = strings.Repeat("a", 120) + "." + strings.Repeat("b", 132) // a DNS subdomain at its longest
+	created, err := b.Create(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Namespace != ex.Namespace || created.Name != ex.Name {
+		t.Errorf("Create = %s/%s, want %s/%s", created.Namespace, created.Name, ex.Namespace, ex.Name)
+	}
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].UID != ex.UID || list[0].Namespace != ex.Namespace || list[0].Name != ex.Name || list[0].SubnetID == "" {
+		t.Fatalf("List = %+v, want the Network %s/%s (uid %s) with its subnet", list, ex.Namespace, ex.Name, ex.UID)
+	}
+	got, err := b.Get(ctx, ex.UID)
+	if err != nil || got.Namespace != ex.Namespace || got.Name != ex.Name {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if err := b.Delete(ctx, list[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, ex.UID); !network.IsNotFound(err) {
+		t.Fatalf("Get after Delete = %v", err)
+	}
+}
+
+// TestRetryWhileATimedOutCreateRunsInNeutron: a create request that timed
+// out in the client may still be running in Neutron (queued behind others).
+// The retry must end with the one network and subnet the Network asks for:
+// no second network (the slow one untagged, leaked until the Network goes),
+// and no CIDROverlap from Neutron refusing the retry's subnet because of the
+// slow request's, which is ours.
+func TestRetryWhileATimedOutCreateRunsInNeutron(t *testing.T) {
+	const timeout = 4 * time.Second
+	t.Run("the network", func(t *testing.T) {
+		ctx, cloud, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout})
+		ex := example()
+		slow := proxy.Hold("POST /v2.0/networks")
+		if _, err := b.Create(ctx, ex); err == nil || network.IsPermanent(err) {
+			t.Fatalf("Create whose network POST timed out = %v, want a transient error", err)
+		}
+		// The retry comes while the slow request still waits to reach
+		// Neutron: it does not see that network yet.
+		_, retryErr := b.Create(ctx, ex)
+		slow.Release()
+		<-slow.Done()
+		if slow.Status() != http.StatusCreated {
+			t.Fatalf("the slow POST got %d from Neutron", slow.Status())
+		}
+		got := createUntilDone(ctx, t, b, ex, retryErr)
+		nets := networksOf(t, cloud, ex)
+		if len(nets) != 1 || nets[0].ID != got.NetworkID || !slices.Contains(nets[0].Tags, neutron.UIDTagPrefix+string(ex.UID)) {
+			t.Fatalf("networks of the Network after the retries: %d (%v), want the one Create returned (%s), tagged", len(nets), networkIDsOf(nets), got.NetworkID)
+		}
+	})
+	t.Run("the subnet", func(t *testing.T) {
+		ctx, cloud, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout})
+		ex := example()
+		slow, retried := proxy.Hold("POST /v2.0/subnets"), proxy.Hold("POST /v2.0/subnets")
+		if _, err := b.Create(ctx, ex); err == nil || network.IsPermanent(err) {
+			t.Fatalf("Create whose subnet POST timed out = %v, want a transient error", err)
+		}
+		type result struct {
+			n   *network.Network
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			n, err := b.Create(ctx, ex)
+			done <- result{n, err}
+		}()
+		// The retry found no subnet and posts its own; the slow one
+		// reaches Neutron first.
+		<-retried.Arrived()
+		slow.Release()
+		<-slow.Done()
+		retried.Release()
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("the retry, after the slow request made the subnet: %v (reason %s); want the slow request's subnet, which is ours", r.err, network.Reason(r.err))
+		}
+		nets := networksOf(t, cloud, ex)
+		if len(nets) != 1 {
+			t.Fatalf("%d networks of the Network, want 1", len(nets))
+		}
+		subs := cloud.Subnets(t, cloud.Admin(t), nets[0].ID)
+		if len(subs) != 1 || subs[0].ID != r.n.SubnetID || !slices.Contains(subs[0].Tags, neutron.UIDTagPrefix+string(ex.UID)) {
+			t.Fatalf("subnets = %+v, want the one Create returned (%s), tagged", subs, r.n.SubnetID)
+		}
+	})
+}
+
+// createUntilDone retries Create of d (whose last attempt failed with
+// err, or nil when there was none) until it succeeds, as the controller
+// would, within a deadline.
+func createUntilDone(ctx context.Context, t *testing.T, b network.Backend, d network.Network, err error) *network.Network {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err != nil && network.IsPermanent(err) {
+			t.Fatalf("Create: %v", err)
+		}
+		got, err2 := b.Create(ctx, d)
+		if err2 == nil {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Create still fails after a minute: %v", err2)
+		}
+		err = err2
+		t.Logf("retrying: %v", err)
+		select {
+		case <-time.After(100 * time.Millisecond): // the controller's retries back off too
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+}
+
+// networksOf lists, as the admin, every network whose description names
+// the Network of d (tagged or not).
+func networksOf(t *testing.T, cloud *neutrontest.Cloud, d network.Network) []networks.Network {
+	t.Helper()
+	var out []networks.Network
+	for _, n := range cloud.Networks(t, cloud.Admin(t), "") {
+		if strings.Contains(n.Description, "(uid "+string(d.UID)+")") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func networkIDsOf(nets []networks.Network) []string {
+	var ids []string
+	for _, n := range nets {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
 // TestManagedByIsolatesClusters: two clusters sharing a project never see
 // each other's networks.
 func TestManagedByIsolatesClusters(t *testing.T) {
@@ -498,6 +759,44 @@ func TestManagedByIsolatesClusters(t *testing.T) {
 	}
 	if _, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(cloud.Env()), ManagedBy: "a,b"}); err == nil {
 		t.Fatal("New accepted a ManagedBy with a comma")
+	}
+}
+
+// TestChangedManagedByNeverDuplicates: a controller restarted with another
+// --neutron-managed-by no longer finds its networks by tags or
+// description. For a Network whose status records the network it was
+// given, Create finds that network tagged with the Network's UID and the
+// old value, and refuses, naming both values, instead of creating a second
+// network for every Network.
+func TestChangedManagedByNeverDuplicates(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	before := cloud.Backend(t, neutron.Options{})
+	afterValue := neutrontest.UniqueManagedBy()
+	after := cloud.Backend(t, neutron.Options{ManagedBy: afterValue})
+	ex := example()
+	created, err := before.Create(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := ex
+	recorded.NetworkID = created.NetworkID // as the Network's status has it
+	_, err = after.Create(ctx, recorded)
+	if !network.IsPermanent(err) || !strings.Contains(err.Error(), afterValue) || !strings.Contains(err.Error(), created.NetworkID) {
+		t.Fatalf("Create with another managed-by value = %v, want a permanent error naming the network and the value", err)
+	}
+	t.Logf("refused: %v", err)
+	if nets := networksOf(t, cloud, ex); len(nets) != 1 {
+		t.Fatalf("%d networks of the Network (%v), want only the first", len(nets), networkIDsOf(nets))
+	}
+
+	// A recorded network deleted behind the controller's back is created
+	// again (drift repair), as before.
+	if err := before.Delete(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.Create(ctx, recorded); err != nil {
+		t.Fatalf("Create once the recorded network is gone: %v", err)
 	}
 }
 

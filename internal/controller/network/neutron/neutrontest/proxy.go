@@ -2,6 +2,7 @@ package neutrontest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,11 +41,15 @@ type Proxy struct {
 	mu       sync.Mutex // guards the fields below
 	failNext []int
 	routes   map[string]*routeFault
+	holds    map[string][]*Held
 	counts   map[string]int
 	created  []string // descriptions of the networks Neutron confirmed creating
 }
 
-type routeFault struct{ status, remaining int }
+type routeFault struct {
+	status, remaining int
+	body              string // "" for the default body (see serve)
+}
 
 const (
 	identityPrefix = "/identity"
@@ -73,28 +78,24 @@ func StartProxy(c *Cloud) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing neutron url: %w", err)
 	}
-	p := &Proxy{routes: map[string]*routeFault{}, counts: map[string]int{}}
+	p := &Proxy{routes: map[string]*routeFault{}, counts: map[string]int{}, holds: map[string][]*Held{}}
 	kp, np := httputil.NewSingleHostReverseProxy(keystone), httputil.NewSingleHostReverseProxy(nw)
 	kp.ModifyResponse = func(resp *http.Response) error {
 		// The catalog of a new token: Neutron through the proxy.
 		if resp.Request.Method != http.MethodPost || !strings.HasSuffix(resp.Request.URL.Path, "/auth/tokens") {
 			return nil
 		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		body = bytes.ReplaceAll(body, []byte(`"`+strings.TrimSuffix(c.NeutronURL, "/")), []byte(`"`+p.URL+networkPrefix))
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		return nil
+		return rewriteBody(resp, []byte(`"`+strings.TrimSuffix(c.NeutronURL, "/")), []byte(`"`+p.URL+networkPrefix))
 	}
 	np.ModifyResponse = func(resp *http.Response) error {
 		if resp.StatusCode == http.StatusCreated && resp.Request.Method == http.MethodPost &&
 			strings.HasSuffix(resp.Request.URL.Path, "/v2.0/networks") {
 			return p.recordCreate(resp)
+		}
+		if resp.Request.Method == http.MethodGet {
+			// Neutron builds the links to a list's next pages from the
+			// Host it was asked at (the proxy's): they lack our prefix.
+			return rewriteBody(resp, []byte(`"`+p.URL+"/v2.0/"), []byte(`"`+p.URL+networkPrefix+"/v2.0/"))
 		}
 		return nil
 	}
@@ -122,6 +123,20 @@ func StartProxy(c *Cloud) (*Proxy, error) {
 	p.srv.Start()
 	p.URL = p.srv.URL
 	return p, nil
+}
+
+// rewriteBody replaces old with new in resp's body.
+func rewriteBody(resp *http.Response, old, new []byte) error {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	body = bytes.ReplaceAll(body, old, new)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return nil
 }
 
 // Close stops the proxy.
@@ -169,7 +184,15 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	rt := route(r)
 	p.mu.Lock()
 	p.counts[rt]++
+	var held *Held
+	if hs := p.holds[rt]; len(hs) > 0 {
+		held, p.holds[rt] = hs[0], hs[1:]
+	}
 	p.mu.Unlock()
+	if held != nil {
+		held.serve(w, r, next)
+		return
+	}
 	latency, down := time.Duration(p.latency.Load()), p.down.Load()
 
 	if latency > 0 {
@@ -194,9 +217,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 
 	p.mu.Lock()
-	status := 0
+	status, body := 0, ""
 	if f := p.routes[rt]; f != nil && f.remaining != 0 {
-		status = f.status
+		status, body = f.status, f.body
 		if f.remaining > 0 {
 			f.remaining--
 		}
@@ -206,10 +229,22 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	p.mu.Unlock()
 	if status != 0 {
-		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case body != "":
+			w.Header().Set("Content-Type", "application/json")
+		case status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
+			// What a load balancer in front of a dead Neutron answers: its
+			// own page, not Neutron's error body.
+			w.Header().Set("Content-Type", "text/html")
+			body = fmt.Sprintf("<html><body><h1>%d %s</h1>No server is available to handle this request.</body></html>",
+				status, http.StatusText(status))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			body = fmt.Sprintf(`{"NeutronError": {"type": "Injected", "message": "injected by the test proxy: %s", "detail": ""}}`,
+				http.StatusText(status))
+		}
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"NeutronError": {"type": "Injected", "message": "injected by the test proxy: %s", "detail": ""}}`,
-			http.StatusText(status))
+		fmt.Fprint(w, body)
 		return
 	}
 	next.ServeHTTP(w, r)
@@ -238,6 +273,74 @@ func (p *Proxy) FailRoute(route string, status, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.routes[route] = &routeFault{status: status, remaining: n}
+}
+
+// FailRouteWith is FailRoute with the response body body (JSON), e.g. a
+// NeutronError Neutron itself answers with.
+func (p *Proxy) FailRouteWith(route string, status int, body string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.routes[route] = &routeFault{status: status, remaining: n, body: body}
+}
+
+// NeutronError returns the body Neutron answers a failed request with
+// (neutron.api.api_common.convert_exception_to_http_exc): the exception's
+// class name as its type, and its message.
+func NeutronError(typ, message string) string {
+	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": message, "detail": ""}})
+	return string(b)
+}
+
+// Held is a request the proxy holds (see Hold).
+type Held struct {
+	arrived, release, done chan struct{}
+	status                 int
+}
+
+// Hold makes the proxy hold the next request to route (as Count names it;
+// after the ones already held) until Release, and then send it on to
+// Neutron even when its client gave up meanwhile: a request that is still
+// running in Neutron after the client's timeout, as under load.
+func (p *Proxy) Hold(route string) *Held {
+	h := &Held{arrived: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holds[route] = append(p.holds[route], h)
+	return h
+}
+
+// Arrived is closed when the held request reached the proxy.
+func (h *Held) Arrived() <-chan struct{} { return h.arrived }
+
+// Release sends the held request on to Neutron.
+func (h *Held) Release() { close(h.release) }
+
+// Done is closed when Neutron answered the released request.
+func (h *Held) Done() <-chan struct{} { return h.done }
+
+// Status is Neutron's status code for the released request, once Done.
+func (h *Held) Status() int { return h.status }
+
+func (h *Held) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	// Read the body now: the client may be gone when the request goes on.
+	body, err := io.ReadAll(r.Body)
+	close(h.arrived)
+	if err != nil {
+		close(h.done)
+		return
+	}
+	<-h.release
+	out := r.Clone(context.WithoutCancel(r.Context()))
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	rec := httptest.NewRecorder()
+	next.ServeHTTP(rec, out)
+	h.status = rec.Code
+	close(h.done)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // ClearFaults removes every fault.
