@@ -117,7 +117,7 @@ docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC) and docs/
 	$(GO) run ./hack/docgen
 
 .PHONY: verify
-verify: ## Check formatting, vet, generated code, generated docs, and the Helm chart (helm lint, helm template, no drift from config/default).
+verify: ## Check formatting, vet, generated code, generated docs, the Helm chart (helm lint, helm template) and a release's install.yaml and packaged chart: no drift from config/default.
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	@if [[ -x hack/verify-codegen.sh ]]; then hack/verify-codegen.sh; fi

@@ -23,7 +23,12 @@
 # number or time. install.yaml and the chart are checked to install exactly
 # config/default's objects with the release's image (hack/chartdiff).
 #
-# Usage: VERSION=v0.1.0 [IMAGE_REPO=controller-manager] [DIST=dist] hack/release.sh
+# With MANIFESTS_ONLY=1 it writes and checks install.yaml and the chart
+# alone (no binaries, image, SBOMs or sums): `make verify` runs it so
+# (hack/verify-chart.sh), so that neither drifts from config/default
+# between releases.
+#
+# Usage: VERSION=v0.1.0 [IMAGE_REPO=controller-manager] [DIST=dist] [MANIFESTS_ONLY=1] hack/release.sh
 # (`make release VERSION=v0.1.0` builds the tools it needs first.)
 set -euo pipefail
 
@@ -36,36 +41,45 @@ VERSION="${VERSION:?VERSION is the release, e.g. VERSION=v0.1.0}"
   die "VERSION=${VERSION} is not a semantic version with a v (v0.1.0, v1.2.0-rc.1)"
 IMAGE_REPO="${IMAGE_REPO:-controller-manager}"
 DIST="${DIST:-${ROOT}/dist}"
-LDFLAGS="${LDFLAGS:?LDFLAGS stamps the version (make release sets it)}"
+MANIFESTS_ONLY="${MANIFESTS_ONLY:-}"
+HELM="${HELM:-${ROOT}/bin/helm}"
 PLATFORMS=(linux/amd64 linux/arm64)
 image="${IMAGE_REPO}:${VERSION}"
 chart_version="${VERSION#v}"
-
-if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
-  echo "release: WARNING: the checkout has uncommitted changes: the release is not that of commit $(git rev-parse --short HEAD)" >&2
-fi
 
 mkdir -p "${ROOT}/bin"
 work="$(mktemp -d "${ROOT}/bin/.release.XXXXXX")"
 trap 'rm -rf "${work}"' EXIT
 rm -rf "${DIST}" && mkdir -p "${DIST}"
 
-echo ">> release ${VERSION}: binaries" >&2
-mkdir -p "${work}/image"
-cp /etc/ssl/certs/ca-certificates.crt "${work}/image/ca-certificates.crt"
-for p in "${PLATFORMS[@]}"; do
-  os="${p%/*}" arch="${p#*/}"
-  out="${work}/image/${os}_${arch}/controller-manager"
-  CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "-s -w -buildid= ${LDFLAGS}" \
-    -o "${out}" ./cmd/controller-manager
-  "${ROOT}/bin/cyclonedx-gomod" bin -json -noserial -notimestamp -version "${VERSION}" \
-    -output "${DIST}/controller-manager-${VERSION}-${os}-${arch}.cdx.json" "${out}"
-done
+# binaries_and_image cross-compiles the binary of each platform, writes its
+# SBOM, and builds the image index from them.
+binaries_and_image() {
+  LDFLAGS="${LDFLAGS:?LDFLAGS stamps the version (make release sets it)}"
+  if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+    echo "release: WARNING: the checkout has uncommitted changes: the release is not that of commit $(git rev-parse --short HEAD)" >&2
+  fi
+  echo ">> release ${VERSION}: binaries" >&2
+  mkdir -p "${work}/image"
+  cp /etc/ssl/certs/ca-certificates.crt "${work}/image/ca-certificates.crt"
+  local p os arch out
+  for p in "${PLATFORMS[@]}"; do
+    os="${p%/*}" arch="${p#*/}"
+    out="${work}/image/${os}_${arch}/controller-manager"
+    CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "-s -w -buildid= ${LDFLAGS}" \
+      -o "${out}" ./cmd/controller-manager
+    "${ROOT}/bin/cyclonedx-gomod" bin -json -noserial -notimestamp -version "${VERSION}" \
+      -output "${DIST}/controller-manager-${VERSION}-${os}-${arch}.cdx.json" "${out}"
+  done
 
-echo ">> release ${VERSION}: image ${image}" >&2
-platforms="$(IFS=,; echo "${PLATFORMS[*]}")"
-hack/build-image.sh -f Dockerfile -t "${image}" -o "${DIST}/controller-manager-${VERSION}.oci.tar" \
-  --platform "${platforms}" "${work}/image"
+  echo ">> release ${VERSION}: image ${image}" >&2
+  local platforms
+  platforms="$(IFS=,; echo "${PLATFORMS[*]}")"
+  hack/build-image.sh -f Dockerfile -t "${image}" -o "${DIST}/controller-manager-${VERSION}.oci.tar" \
+    --platform "${platforms}" "${work}/image"
+}
+
+[[ -n "${MANIFESTS_ONLY}" ]] || binaries_and_image
 
 echo ">> release ${VERSION}: install.yaml" >&2
 IMG="${image}" hack/deploy.sh render > "${DIST}/install.yaml"
@@ -78,15 +92,16 @@ sed -i "s|^  repository: .*|  repository: ${IMAGE_REPO}|" "${work}/chart/values.
 # Helm writes each file's modification time into the archive: the commit's.
 find "${work}/chart" -exec touch -h -d "@$(git log -1 --format=%ct)" {} +
 HELM_CACHE_HOME="${work}/helm" HELM_CONFIG_HOME="${work}/helm" HELM_DATA_HOME="${work}/helm" \
-  "${ROOT}/bin/helm" package "${work}/chart" --version "${chart_version}" --app-version "${VERSION}" \
+  "${HELM}" package "${work}/chart" --version "${chart_version}" --app-version "${VERSION}" \
   --destination "${DIST}" >/dev/null
 
 echo ">> release ${VERSION}: checking install.yaml and the chart against config/default" >&2
 go run ./hack/chartdiff -rendered "${DIST}/install.yaml" -image "${image}" >&2
-"${ROOT}/bin/helm" template controller-manager "${DIST}/controller-manager-${chart_version}.tgz" \
+"${HELM}" template controller-manager "${DIST}/controller-manager-${chart_version}.tgz" \
   --namespace controller-manager-system --include-crds > "${work}/chart.yaml"
 go run ./hack/chartdiff -rendered "${work}/chart.yaml" -image "${image}" >&2
 
+[[ -n "${MANIFESTS_ONLY}" ]] && exit 0
 (cd "${DIST}" && sha256sum -- * > SHA256SUMS)
 echo ">> release ${VERSION} in ${DIST}:" >&2
 (cd "${DIST}" && ls -l) >&2

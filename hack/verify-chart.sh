@@ -3,8 +3,10 @@
 # drifted from config/default: `helm lint --strict`, `helm template` with
 # default values and with every optional value set, and hack/chartdiff,
 # which compares the default rendering with config/default rendered by
-# kustomize, object by object, up to the labels Helm adds. Never modifies
-# the tree. Builds bin/helm when missing (hack/build-tools.sh helm).
+# kustomize, object by object, up to the labels Helm adds; then the same
+# for what a release ships, install.yaml and the packaged chart, written by
+# hack/release.sh with MANIFESTS_ONLY=1 (no image). Never modifies the
+# tree. Builds bin/helm and bin/kubectl when missing (hack/build-tools.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -15,6 +17,7 @@ CHART=charts/controller-manager
 RELEASE=controller-manager NAMESPACE=controller-manager-system
 
 [[ -n "${HELM_SET:-}" ]] || hack/build-tools.sh helm
+hack/build-tools.sh kubectl
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/verify-chart.XXXXXX")"
 trap 'rm -rf "${TMP}"' EXIT
 # Helm's own state (repositories, cache) stays out of $HOME.
@@ -43,5 +46,10 @@ grep -q '^kind: ServiceMonitor$' "${TMP}/all-values.yaml" || {
 "${HELM}" template "${RELEASE}" "${CHART}" --namespace "${NAMESPACE}" --include-crds > "${TMP}/default.yaml"
 if ! "${GO:-go}" run ./hack/chartdiff -rendered "${TMP}/default.yaml"; then
   echo "verify-chart: FAILED: ${CHART} with default values must install what config/default installs (differences above)." >&2
+  exit 1
+fi
+
+if ! VERSION=v0.0.0-verify DIST="${TMP}/release" MANIFESTS_ONLY=1 HELM="${HELM}" hack/release.sh; then
+  echo "verify-chart: FAILED: a release's install.yaml or packaged chart would not install what config/default installs (above)." >&2
   exit 1
 fi

@@ -179,7 +179,7 @@ func compare(kustomized, chart []*unstructured.Unstructured) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	got, err := index(chart, "the chart")
+	got, err := index(chart, "the rendering")
 	if err != nil {
 		return nil, err
 	}
@@ -193,12 +193,12 @@ func compare(kustomized, chart []*unstructured.Unstructured) ([]string, error) {
 		w := normalize(want[k])
 		g = normalize(g)
 		if !equality.Semantic.DeepEqual(w.Object, g.Object) {
-			diffs = append(diffs, fmt.Sprintf("%s differs (- config/default, + chart):\n%s", k, diff.Diff(w.Object, g.Object)))
+			diffs = append(diffs, fmt.Sprintf("%s differs (- config/default, + the rendering):\n%s", k, diff.Diff(w.Object, g.Object)))
 		}
 	}
 	for _, k := range sortedKeys(got) {
 		if _, ok := want[k]; !ok {
-			diffs = append(diffs, "only in the chart: "+k)
+			diffs = append(diffs, "only in the rendering: "+k)
 		}
 	}
 	return diffs, nil

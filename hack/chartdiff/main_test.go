@@ -49,7 +49,7 @@ func TestCompare(t *testing.T) {
 		name:      "an object only one side has",
 		kustomize: []*unstructured.Unstructured{obj("Deployment", "a", nil, nil)},
 		chart:     []*unstructured.Unstructured{obj("StatefulSet", "a", nil, nil)},
-		want:      []string{"only in config/default: Deployment.apps ns/a", "only in the chart: StatefulSet.apps ns/a"},
+		want:      []string{"only in config/default: Deployment.apps ns/a", "only in the rendering: StatefulSet.apps ns/a"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			diffs, err := compare(tc.kustomize, tc.chart)
