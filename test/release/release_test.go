@@ -166,6 +166,23 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("skopeo reads the archive as it pushes it, both images and the same digest", func(t *testing.T) {
+		skopeo := debianCommand(t, root, "skopeo", "skopeo")
+		copied := filepath.Join(t.TempDir(), "layout")
+		run(t, root, skopeo, "copy", "--all", "--quiet",
+			"oci-archive:"+filepath.Join(first, "controller-manager-"+version+".oci.tar"), "oci:"+copied+":controller-manager:"+version)
+		var want, got struct {
+			Manifests []struct {
+				Digest string `json:"digest"`
+			} `json:"manifests"`
+		}
+		decode(t, layout["index.json"], &want)
+		decode(t, read(t, copied, "index.json"), &got)
+		if len(got.Manifests) != 1 || got.Manifests[0].Digest != want.Manifests[0].Digest {
+			t.Errorf("skopeo copied the image index as %+v, want the archive's %+v", got, want)
+		}
+	})
+
 	t.Run("the chart's version and appVersion are the release's", func(t *testing.T) {
 		chart := untgz(t, read(t, first, "controller-manager-0.0.0-test.1.tgz"))
 		meta := string(chart["controller-manager/Chart.yaml"])
@@ -216,20 +233,25 @@ func TestRelease(t *testing.T) {
 	})
 }
 
-// emulator is the qemu-user-static binary that runs arch's binaries here,
-// installed from Debian when missing (hack/lib/install.sh, as
-// hack/build-image.sh installs buildah).
+// emulator is the qemu-user-static binary that runs arch's binaries here.
 func emulator(t *testing.T, root, arch string) string {
 	t.Helper()
-	name := map[string]string{"amd64": "qemu-x86_64-static", "arm64": "qemu-aarch64-static"}[arch]
-	if path, err := exec.LookPath(name); err == nil {
+	return debianCommand(t, root, map[string]string{"amd64": "qemu-x86_64-static", "arm64": "qemu-aarch64-static"}[arch], "qemu-user-static")
+}
+
+// debianCommand is the path of command, installed from Debian's package
+// pkg when missing (hack/lib/install.sh, as hack/build-image.sh installs
+// buildah).
+func debianCommand(t *testing.T, root, command, pkg string) string {
+	t.Helper()
+	if path, err := exec.LookPath(command); err == nil {
 		return path
 	}
 	log := filepath.Join(t.TempDir(), "apt.log")
-	run(t, root, "bash", "-c", `source hack/lib/install.sh && install_packages release-test "$1" qemu-user-static`, "-", log)
-	path, err := exec.LookPath(name)
+	run(t, root, "bash", "-c", `source hack/lib/install.sh && install_packages release-test "$1" "$2"`, "-", log, pkg)
+	path, err := exec.LookPath(command)
 	if err != nil {
-		t.Fatalf("qemu-user-static installed, but %v", err)
+		t.Fatalf("%s installed, but %v", pkg, err)
 	}
 	return path
 }
