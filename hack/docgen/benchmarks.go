@@ -35,9 +35,11 @@ type run struct {
 	bench.Result
 }
 
-// label names a run on a chart's axis.
+// label names a run on a chart's axis, with its machine's cores: ratios
+// to N/L depend on how many cores the control plane and the controller
+// share.
 func (r run) label() string {
-	return fmt.Sprintf("%s\n%s\nN=%d", r.Started.Format("01-02"), r.Commit, r.N)
+	return fmt.Sprintf("%s\n%s\nN=%d, %d cores", r.Started.Format("01-02"), r.Commit, r.N, r.Machine.Cores)
 }
 
 // benchmarks writes docs/benchmarks.md and its charts from bench-results/.
@@ -48,6 +50,7 @@ func benchmarks(root string, files map[string][]byte) error {
 	}
 	charts := map[string]func([]run) (*plot.Plot, error){
 		"cold-convergence.svg": coldChart,
+		"versus-floor.svg":     floorChart,
 		"memory.svg":           memoryChart,
 	}
 	for name, chart := range charts {
@@ -155,7 +158,7 @@ func coldChart(runs []run) (*plot.Plot, error) {
 	p.Y.Label.Text = "time / (N/L)"
 	p.Y.Min = 0
 	var names []string
-	var ingress, route plotter.XYs
+	var ingress, floor, route plotter.XYs
 	for i, r := range runs {
 		names = append(names, r.label())
 		for _, ph := range r.Ingress.Phases {
@@ -163,29 +166,76 @@ func coldChart(runs []run) (*plot.Plot, error) {
 				ingress = append(ingress, plotter.XY{X: float64(i), Y: ph.Ratio})
 			}
 		}
+		if f, ok := r.Contender(bench.ContenderFloor); ok && f.Ratio > 0 {
+			floor = append(floor, plotter.XY{X: float64(i), Y: f.Ratio})
+		}
 		if r.HTTPRoute != nil && r.HTTPRoute.Cold.Ratio > 0 {
 			route = append(route, plotter.XY{X: float64(i), Y: r.HTTPRoute.Cold.Ratio})
 		}
 	}
 	p.NominalX(names...)
-	if err := addScatters(p, "Ingresses (x N/L)", ingress, "HTTPRoutes (x N/L_route)", route); err != nil {
+	if err := addScatters(p, "Ingresses (x N/L)", ingress, "informer floor, fresh control planes (x N/L)", floor,
+		"HTTPRoutes (x N/L_route)", route); err != nil {
 		return nil, err
 	}
-	for _, l := range []struct {
-		name  string
-		y     float64
-		style int
-	}{{"the API server's limit", 1, 0}, {"goal", 1.15, 2}} {
-		f := plotter.NewFunction(func(float64) float64 { return l.y })
-		f.Dashes = plotutil.Dashes(l.style)
-		f.Color = plotutil.Color(l.style + 2)
-		p.Add(f)
-		p.Legend.Add(l.name, f)
-	}
+	addLines(p, line{"the API server's limit", 1})
 	p.Legend.Top = true
 	p.Y.Max = max(p.Y.Max*1.3, 1.5) // room for the legend above the points
 	p.Add(plotter.NewGrid())
 	return p, nil
+}
+
+// floorChart: per run that measured the informer floor, the manager's cold
+// time, CPU until settled and peak RSS as multiples of the floor's, against
+// their goals.
+func floorChart(runs []run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "The manager against the informer floor of the same run"
+	p.Y.Label.Text = "manager / floor"
+	p.Y.Min = 0
+	var names []string
+	var cold, cpu, rss plotter.XYs
+	for _, r := range runs {
+		ours, ok1 := r.Contender(bench.ContenderOurs)
+		floor, ok2 := r.Contender(bench.ContenderFloor)
+		if !ok1 || !ok2 || floor.ColdSeconds <= 0 || floor.CPUSeconds <= 0 || floor.PeakRSS <= 0 {
+			continue
+		}
+		x := float64(len(names))
+		names = append(names, r.label())
+		cold = append(cold, plotter.XY{X: x, Y: ours.ColdSeconds / floor.ColdSeconds})
+		cpu = append(cpu, plotter.XY{X: x, Y: ours.CPUSeconds / floor.CPUSeconds})
+		rss = append(rss, plotter.XY{X: x, Y: float64(ours.PeakRSS) / float64(floor.PeakRSS)})
+	}
+	if len(names) == 0 {
+		names = []string{"no run measured the floor"}
+	}
+	p.NominalX(names...)
+	if err := addScatters(p, "cold time", cold, "CPU until settled", cpu, "peak RSS", rss); err != nil {
+		return nil, err
+	}
+	addLines(p, line{"cold goal", bench.ColdVersusFloor}, line{"CPU goal", bench.CPUVersusFloor}, line{"RSS goal (below)", 1})
+	p.Legend.Top = true
+	p.Y.Max = max(p.Y.Max*1.4, 2)
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// line is a horizontal line of a chart's legend.
+type line struct {
+	name string
+	y    float64
+}
+
+// addLines draws each of lines across p, dashed, in its own color.
+func addLines(p *plot.Plot, lines ...line) {
+	for i, l := range lines {
+		f := plotter.NewFunction(func(float64) float64 { return l.y })
+		f.Dashes = plotutil.Dashes(i)
+		f.Color = plotutil.Color(i + 3)
+		p.Add(f)
+		p.Legend.Add(l.name, f)
+	}
 }
 
 // memoryChart: the manager's peak RSS against the number of cached

@@ -166,7 +166,7 @@ func TestSmoke(t *testing.T) {
 		// floor exactly once (the peer may retry a create its cache did not
 		// show yet).
 		if !(c.L > 0) || !(c.FirstSeconds > 0) || c.ColdSeconds < c.FirstSeconds || c.PeakRSS <= 0 || !(c.CPUSeconds > 0) ||
-			c.IngressWrites["POST"] < n || (c.Name != contenderPeer && c.WritesPerObject != 1) {
+			c.IngressWrites["POST"] < n || (c.Name != ContenderPeer && c.WritesPerObject != 1) {
 			t.Errorf("contender %+v, want a positive L, first and cold times, peak RSS and CPU, and at least %d Ingress creates (exactly for ours and the floor)", c, n)
 		}
 		if len(c.Runs) != cfg.ColdRuns {
@@ -174,7 +174,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 
-	if want := []string{contenderOurs, contenderPeer, contenderFloor}; !slices.Equal(names, want) {
+	if want := []string{ContenderOurs, ContenderPeer, ContenderFloor}; !slices.Equal(names, want) {
 		t.Errorf("peer phase contenders = %q, want %q", names, want)
 	}
 

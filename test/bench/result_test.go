@@ -39,27 +39,80 @@ func TestMedianContender(t *testing.T) {
 	}
 }
 
-// TestColdNotesFloor: the cold convergence targets name the informer
+// TestColdNotesFloor: the cold convergence readings name the informer
 // floor's cold/(N/L) when the peer phase ran it, and nothing else does.
 func TestColdNotesFloor(t *testing.T) {
-	ours := Contender{Name: contenderOurs, L: 2000, ColdSeconds: 6, Ratio: 1.2, PeakRSS: 1, WritesPerObject: 1}
-	peer := Contender{Name: contenderPeer, L: 2000, ColdSeconds: 15, Ratio: 3, PeakRSS: 2, WritesPerObject: 1}
-	floor := Contender{Name: contenderFloor, L: 2000, ColdSeconds: 5.5, Ratio: 1.1, PeakRSS: 1, WritesPerObject: 1}
-	notes := func(contenders ...Contender) map[string]string {
-		r := &Result{N: 10000, Peer: contenders}
-		r.computeTargets()
-		out := map[string]string{}
-		for _, tg := range r.Targets {
-			out[tg.Name] = tg.Note
-		}
-		return out
-	}
-	got := notes(ours, peer, floor)
+	ours := Contender{Name: ContenderOurs, L: 2000, ColdSeconds: 6, Ratio: 1.2, PeakRSS: 1, WritesPerObject: 1}
+	peer := Contender{Name: ContenderPeer, L: 2000, ColdSeconds: 15, Ratio: 3, PeakRSS: 2, WritesPerObject: 1}
+	floor := Contender{Name: ContenderFloor, L: 2000, ColdSeconds: 5.5, Ratio: 1.1, PeakRSS: 1, WritesPerObject: 1}
+	got := targets(ours, peer, floor)
 	const fresh = "cold convergence on a fresh control plane"
-	if want := "the informer floor on fresh control planes: 1.10 x N/L (5.50s, N/L=5.00s)"; got[fresh] != want {
-		t.Errorf("note of %q = %q, want %q", fresh, got[fresh], want)
+	if want := "the informer floor on fresh control planes: 1.10 x N/L (5.50s, N/L=5.00s)"; got[fresh].Note != want {
+		t.Errorf("note of %q = %q, want %q", fresh, got[fresh].Note, want)
 	}
-	if got := notes(ours, peer); got[fresh] != "" {
-		t.Errorf("without the floor, note of %q = %q, want none", fresh, got[fresh])
+	if !got[fresh].Reading {
+		t.Errorf("%q = %+v, want a reading without a goal", fresh, got[fresh])
+	}
+	if got := targets(ours, peer); got[fresh].Note != "" {
+		t.Errorf("without the floor, note of %q = %q, want none", fresh, got[fresh].Note)
+	}
+}
+
+// targets runs computeTargets on a peer phase of contenders, by name.
+func targets(contenders ...Contender) map[string]Target {
+	r := &Result{N: 10000, Peer: contenders}
+	r.computeTargets()
+	out := map[string]Target{}
+	for _, tg := range r.Targets {
+		out[tg.Name] = tg
+	}
+	return out
+}
+
+// TestGoalsAgainstTheFloor: the manager is held to the informer floor and
+// the controller-runtime peer measured in the same run.
+func TestGoalsAgainstTheFloor(t *testing.T) {
+	floor := Contender{Name: ContenderFloor, ColdSeconds: 10, CPUSeconds: 2, PeakRSS: 100}
+	peer := Contender{Name: ContenderPeer, ColdSeconds: 30, CPUSeconds: 5, PeakRSS: 110}
+	const (
+		cold = "cold time against the informer floor's"
+		cpu  = "CPU until settled against the informer floor's"
+		rss  = "peak RSS below the informer floor's and the controller-runtime peer's"
+		fast = "cold at least 2.5x faster than the controller-runtime peer"
+	)
+	tests := []struct {
+		name string
+		ours Contender
+		met  map[string]bool
+	}{
+		{"at the goals", Contender{ColdSeconds: 11, CPUSeconds: 2.6, PeakRSS: 99},
+			map[string]bool{cold: true, cpu: true, rss: true, fast: true}},
+		{"just past each goal", Contender{ColdSeconds: 12.01, CPUSeconds: 2.61, PeakRSS: 100},
+			map[string]bool{cold: false, cpu: false, rss: false, fast: false}},
+		{"below the peer's memory but not the floor's", Contender{ColdSeconds: 10, CPUSeconds: 2, PeakRSS: 105},
+			map[string]bool{cold: true, cpu: true, rss: false, fast: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.ours.Name = ContenderOurs
+			got := targets(tc.ours, peer, floor)
+			for name, want := range tc.met {
+				tg, ok := got[name]
+				if !ok {
+					t.Fatalf("no target %q among %v", name, got)
+				}
+				if tg.Met != want || tg.Reading {
+					t.Errorf("%q = %+v, want met %v", name, tg, want)
+				}
+			}
+			for _, name := range []string{"cold convergence on a fresh control plane"} {
+				if !got[name].Reading {
+					t.Errorf("%q = %+v, want a reading, not a goal", name, got[name])
+				}
+			}
+		})
+	}
+	if got := targets(Contender{Name: ContenderOurs, ColdSeconds: 1, PeakRSS: 1}, peer); got[cold].Name != "" || got["peak RSS below the controller-runtime peer's"].Name == "" {
+		t.Errorf("without the floor: %v, want no floor goal and RSS against the peer alone", got)
 	}
 }

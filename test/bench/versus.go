@@ -75,9 +75,9 @@ const (
 
 // Contender names.
 const (
-	contenderOurs  = "controller-manager"
-	contenderPeer  = "controller-runtime peer"
-	contenderFloor = "informer floor"
+	ContenderOurs  = "controller-manager"
+	ContenderPeer  = "controller-runtime peer"
+	ContenderFloor = "informer floor"
 )
 
 // peerPhase runs the cold start of ingress-manager (the real binary, as in
@@ -89,7 +89,7 @@ const (
 // independent watcher sees the N owned Ingresses.
 func (r *run) peerPhase(ctx context.Context) error {
 	bins := map[string]string{}
-	for name, src := range map[string]string{contenderPeer: peerSource, contenderFloor: floorSource} {
+	for name, src := range map[string]string{ContenderPeer: peerSource, ContenderFloor: floorSource} {
 		bins[name] = filepath.Join(r.tmp, filepath.Base(src))
 		if err := r.goBuild(ctx, bins[name], src); err != nil {
 			return err
@@ -97,7 +97,7 @@ func (r *run) peerPhase(ctx context.Context) error {
 	}
 	// The contenders take turns, so that a slow spell of the machine
 	// falls on each.
-	names := []string{contenderOurs, contenderPeer, contenderFloor}
+	names := []string{ContenderOurs, ContenderPeer, ContenderFloor}
 	runs := map[string][]Contender{}
 	for i := range r.cfg.coldRuns() {
 		for j, name := range names {
@@ -168,11 +168,11 @@ func (r *run) contend(ctx context.Context, name, bin, kubeconfig string) (c *Con
 	}
 
 	var p *managerProcess
-	if name == contenderOurs {
+	if name == ContenderOurs {
 		p, err = r.startManagerOn(cp.kubeconfig, "cold-"+name)
 	} else {
 		args := []string{"--kubeconfig=" + cp.kubeconfig, "--namespace=" + benchNamespace}
-		if name == contenderPeer {
+		if name == ContenderPeer {
 			var port int
 			if port, err = freePort(); err != nil {
 				return nil, err
