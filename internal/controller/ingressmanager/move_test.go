@@ -57,7 +57,7 @@ func (f *syncFixture) addIngress(svc *corev1.Service, mutate func(*networkingv1.
 	f.t.Helper()
 	onIngress := svc.DeepCopy()
 	onIngress.Annotations[AnnotationGateway] = ""
-	desired, err := f.c.builder.Desired(onIngress)
+	desired, err := f.c.builder.Parse(onIngress).Ingress()
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func (f *syncFixture) addRoute(svc *corev1.Service, mutate func(*gatewayv1.HTTPR
 	f.t.Helper()
 	onGateway := svc.DeepCopy()
 	onGateway.Annotations[AnnotationGateway] = "gw"
-	desired, _, err := f.c.builder.DesiredRoute(onGateway)
+	desired, err := f.c.builder.Parse(onGateway).HTTPRoute()
 	if err != nil {
 		f.t.Fatal(err)
 	}
