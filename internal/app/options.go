@@ -108,7 +108,7 @@ func NewOptions() *Options {
 		IngressMoveSettle:       ingressmanager.DefaultMoveSettle,
 		NetworkBackendName:      "memory",
 		NetworkGCInterval:       10 * time.Minute,
-		NeutronManagedBy:        "controller-manager",
+		NeutronManagedBy:        network.ManagedBy,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
 			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
@@ -246,11 +246,16 @@ func (o *Options) Validate() error {
 	if o.FieldManager == "" {
 		errs = append(errs, errors.New("--field-manager: must not be empty"))
 	}
-	for _, e := range metav1validation.ValidateFieldManager(o.FieldManager, field.NewPath("--field-manager")) {
+	fieldManagerErrs := metav1validation.ValidateFieldManager(o.FieldManager, field.NewPath("--field-manager"))
+	for _, e := range fieldManagerErrs {
 		errs = append(errs, errors.New(e.Error()))
 	}
 	errs = append(errs, o.validateLeaderElection()...)
-	if _, err := ingressmanager.NewBuilder(o.ingressConfig()); err != nil {
+	ingress := o.ingressConfig()
+	if o.FieldManager == "" || len(fieldManagerErrs) > 0 {
+		ingress.FieldManager = "" // reported above, under its own flag
+	}
+	if _, err := ingressmanager.NewBuilder(ingress); err != nil {
 		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class / --ingress-gateway: %w", err))
 	}
 	if o.IngressMoveSettle < 0 {
@@ -262,8 +267,8 @@ func (o *Options) Validate() error {
 	if o.NetworkBackendName != "memory" && o.NetworkBackendName != "neutron" {
 		errs = append(errs, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", o.NetworkBackendName))
 	}
-	if o.NeutronManagedBy == "" || strings.ContainsAny(o.NeutronManagedBy, ",/") {
-		errs = append(errs, fmt.Errorf("--neutron-managed-by: %q must be non-empty, without ',' or '/' (it is a Neutron tag)", o.NeutronManagedBy))
+	if err := validateNeutronManagedBy(o.neutronManagedBy()); err != nil {
+		errs = append(errs, fmt.Errorf("--neutron-managed-by: %w", err))
 	}
 	if o.NetworkGCInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--network-gc-interval: must be positive, got %v", o.NetworkGCInterval))
@@ -368,15 +373,4 @@ func flatten(err error) []error {
 		return agg.Errors()
 	}
 	return []error{err}
-}
-
-// ingressConfig is the ingress-manager configuration of the options.
-func (o *Options) ingressConfig() ingressmanager.Config {
-	return ingressmanager.Config{
-		HostTemplate:            o.IngressHostTemplate,
-		IngressClass:            o.IngressClass,
-		Gateway:                 o.IngressGateway,
-		GatewayAPICheckInterval: o.GatewayAPICheckInterval,
-		MoveSettle:              o.IngressMoveSettle,
-	}
 }
