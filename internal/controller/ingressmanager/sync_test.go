@@ -85,14 +85,7 @@ func TestSync(t *testing.T) {
 			if tc.deleting {
 				svc.DeletionTimestamp = &metav1.Time{}
 			}
-			f.addService(svc, true)
-			f.clearActions()
-			if err := f.sync(svc); err != nil {
-				t.Fatalf("sync: %v", err)
-			}
-			if got := f.writes(); !slices.Equal(got, tc.want) {
-				t.Errorf("writes = %q, want %q", got, tc.want)
-			}
+			f.syncExpecting(svc, tc.want)
 			if got := f.reasons(); !slices.Equal(got, tc.events) {
 				t.Errorf("Events = %q, want %q", got, tc.events)
 			}
@@ -124,14 +117,7 @@ func TestSyncEventsOnePath(t *testing.T) {
 	f.addIngress(old, nil)
 	recreated := service(nil, port("http", 80))
 	recreated.UID, recreated.ResourceVersion = "another-uid", "2"
-	f.addService(recreated, true)
-	f.clearActions()
-	if err := f.sync(recreated); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := f.writes(), []string{"delete ingresses", "create ingresses"}; !slices.Equal(got, want) {
-		t.Errorf("writes = %q, want %q", got, want)
-	}
+	f.syncExpecting(recreated, []string{"delete ingresses", "create ingresses"})
 	if got, want := f.reasons(), []string{ReasonIngressDeleted, ReasonIngressCreated}; !slices.Equal(got, want) {
 		t.Errorf("Events = %q, want %q", got, want)
 	}
