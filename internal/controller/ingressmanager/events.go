@@ -65,14 +65,21 @@ type event struct {
 	// id tells when the same reason says something new: the Service's
 	// version is part of it, plus what the caller passes.
 	id string
+	// always: a write, told each time it happens, never remembered.
+	always bool
 }
 
 func (r *report) warn(reason, id, message string) {
-	r.events = append(r.events, event{corev1.EventTypeWarning, reason, message, id})
+	r.events = append(r.events, event{corev1.EventTypeWarning, reason, message, id, false})
 }
 
 func (r *report) normal(reason, id, message string) {
-	r.events = append(r.events, event{corev1.EventTypeNormal, reason, message, id})
+	r.events = append(r.events, event{corev1.EventTypeNormal, reason, message, id, false})
+}
+
+// wrote tells of a write (Normal), each time.
+func (r *report) wrote(reason, message string) {
+	r.events = append(r.events, event{corev1.EventTypeNormal, reason, message, "", true})
 }
 
 // notes sends each Event of a Service once per change: a resync looks at
@@ -100,6 +107,10 @@ func (n *notes) publish(svc *corev1.Service, r *report, complete bool) {
 	}
 	var send []event
 	for _, e := range r.events {
+		if e.always {
+			send = append(send, e)
+			continue
+		}
 		version := e.id
 		if version == "" {
 			version = svc.ResourceVersion

@@ -1,6 +1,7 @@
 package ingressmanager
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -108,6 +109,27 @@ func TestSyncEventsOnePath(t *testing.T) {
 	}
 	if got := f.reasons(); !slices.Equal(got, []string{ReasonInvalidPath}) {
 		t.Errorf("Events over 3 syncs = %q, want one %s", got, ReasonInvalidPath)
+	}
+
+	// A write is told each time it happens, and not remembered: an Ingress
+	// deleted behind the cache's back and made again is told twice.
+	f = newSyncFixture(t)
+	svc = service(nil, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addService(svc, true)
+	for range 2 {
+		if err := f.sync(svc); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.kube.NetworkingV1().Ingresses(svc.Namespace).Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := f.reasons(), []string{ReasonIngressCreated, ReasonIngressCreated}; !slices.Equal(got, want) {
+		t.Errorf("Events = %q, want %q", got, want)
+	}
+	if n := len(f.c.notes.sent); n != 0 {
+		t.Errorf("%d Services with Events remembered, want none: writes are not de-duplicated", n)
 	}
 
 	// The Service deleted and recreated under its name, while the cache

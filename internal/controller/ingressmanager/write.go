@@ -263,10 +263,6 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 		return fmt.Errorf("creating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	var zero T
-	id := ""
-	if obj != zero {
-		id = string(obj.GetUID()) + "/" + obj.GetResourceVersion()
-	}
 	if obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" && svc.ResourceVersion != "" {
 		w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}, createdObject{
 			uid: string(obj.GetUID()), resourceVersion: obj.GetResourceVersion(),
@@ -274,7 +270,7 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 		})
 	}
 	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
-	r.normal(w.reasons.created, id, fmt.Sprintf("Created %s %s", w.kind, desired.GetName()))
+	r.wrote(w.reasons.created, fmt.Sprintf("Created %s %s", w.kind, desired.GetName()))
 	return nil
 }
 
@@ -286,19 +282,14 @@ func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired
 		}
 	}
 	ac, err := w.applyConfiguration(desired, live.GetUID())
-	var obj T
 	if err == nil {
-		obj, err = w.apply(ctx, desired.GetNamespace(), desired.GetName(), ac)
+		err = w.apply(ctx, desired.GetNamespace(), desired.GetName(), ac)
 	}
 	if err != nil {
 		return fmt.Errorf("updating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	klog.FromContext(ctx).Info("Updated "+w.kind, w.logKey(), klog.KObj(desired))
-	id := string(live.GetUID()) + "/" + live.GetResourceVersion()
-	if obj != *new(T) {
-		id = string(obj.GetUID()) + "/" + obj.GetResourceVersion()
-	}
-	r.normal(w.reasons.updated, id, fmt.Sprintf("Updated %s %s", w.kind, desired.GetName()))
+	r.wrote(w.reasons.updated, fmt.Sprintf("Updated %s %s", w.kind, desired.GetName()))
 	return nil
 }
 
@@ -306,13 +297,14 @@ func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired
 // but without server-side field validation: ac is built from typed Go
 // structs, so it cannot carry unknown or duplicate fields, and validating
 // it costs the API server a second parse of every apply.
-func (w *writer[T, AC]) apply(ctx context.Context, namespace, name string, ac *AC) (T, error) {
+func (w *writer[T, AC]) apply(ctx context.Context, namespace, name string, ac *AC) error {
 	data, err := json.Marshal(ac)
 	if err != nil {
-		return *new(T), fmt.Errorf("encoding the apply configuration: %w", err)
+		return fmt.Errorf("encoding the apply configuration: %w", err)
 	}
 	opts := metav1.PatchOptions{FieldManager: w.fieldManager, Force: ptr.To(true), FieldValidation: metav1.FieldValidationIgnore}
-	return w.client(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	_, err = w.client(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	return err
 }
 
 // upgradeOwnership merges our Update entry of cached's managedFields into
@@ -368,7 +360,7 @@ func (w *writer[T, AC]) delete(ctx context.Context, obj T, why string, r *report
 		return fmt.Errorf("deleting %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	klog.FromContext(ctx).Info("Deleted "+w.kind, w.logKey(), klog.KObj(obj), "reason", why)
-	r.normal(w.reasons.deleted, string(obj.GetUID()), fmt.Sprintf("Deleted %s %s: %s", w.kind, obj.GetName(), why))
+	r.wrote(w.reasons.deleted, fmt.Sprintf("Deleted %s %s: %s", w.kind, obj.GetName(), why))
 	return nil
 }
 

@@ -26,7 +26,7 @@ func TestApplyRequest(t *testing.T) {
 	})
 	ac := mustApplyConfiguration(t, seedConstructIngress(service(nil, port("http", 80))))
 	w := ingressWriter(client.NetworkingV1(), "mgr")
-	if _, err := w.apply(context.Background(), *ac.Namespace, *ac.Name, ac); err != nil {
+	if err := w.apply(context.Background(), *ac.Namespace, *ac.Name, ac); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := json.Marshal(ac)
