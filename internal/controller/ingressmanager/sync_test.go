@@ -168,3 +168,42 @@ func TestSyncStoppedEarlyForgetsNothing(t *testing.T) {
 		t.Errorf("Events = %q, want one %s", got, ReasonInvalidPath)
 	}
 }
+
+// TestSyncBadValueWarnsThenConverges: a bad value of each annotation is
+// told once, as a Warning of its reason, writes nothing and is not retried
+// (the sync returns no error); fixing it converges.
+func TestSyncBadValueWarnsThenConverges(t *testing.T) {
+	for _, tc := range []struct {
+		key, bad, fix, reason string
+	}{
+		{AnnotationHost, "Not_A_Host!", "ok.example.com", ReasonInvalidHost},
+		{AnnotationPath, "no-slash", "/ok", ReasonInvalidPath},
+		{AnnotationPathType, "Regex", "Prefix", ReasonInvalidPathType},
+		{AnnotationPort, "9999", "80", ReasonUnknownPort},
+		{AnnotationAnnotations, `{"a":`, `{"a": "b"}`, ReasonInvalidAnnotations},
+		{AnnotationClass, "Bad Class", "nginx", ReasonInvalidClass},
+		{AnnotationTLSSecret, "-bad-", "good-secret", ReasonInvalidTLSSecret},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			f := newSyncFixture(t)
+			svc := service(map[string]string{tc.key: tc.bad}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.syncExpecting(svc, nil)
+			if got := f.reasons(); !slices.Equal(got, []string{tc.reason}) {
+				t.Errorf("Events = %q, want one %s", got, tc.reason)
+			}
+			fixed := svc.DeepCopy()
+			fixed.Annotations[tc.key], fixed.ResourceVersion = tc.fix, "2"
+			if err := f.c.services.Update(fixed); err != nil {
+				t.Fatal(err)
+			}
+			f.clearActions()
+			if err := f.sync(fixed); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := f.writes(), []string{"create ingresses"}; !slices.Equal(got, want) {
+				t.Errorf("writes once fixed = %q, want %q", got, want)
+			}
+		})
+	}
+}
