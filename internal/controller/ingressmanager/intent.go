@@ -58,6 +58,11 @@ const (
 	// AnnotationGatewayListener sets the parentRef's sectionName: the
 	// Gateway listener the route attaches to.
 	AnnotationGatewayListener = "ingress/gateway-listener"
+	// AnnotationURL is the default of --ingress-url-annotation, the
+	// annotation the controller writes (never reads as a setting) with the
+	// URL the Service is served at, once it is: "https://" with
+	// ingress/tls-secret, else "http://", then the host and the path.
+	AnnotationURL = "ingress/url"
 )
 
 // Reasons of the route's Problems and Warnings (Warning Events).
@@ -250,6 +255,10 @@ type Config struct {
 	// cluster serves the Gateway API, while it does not. 0 means
 	// DefaultGatewayAPICheckInterval.
 	GatewayAPICheckInterval time.Duration
+	// URLAnnotation (--ingress-url-annotation) is the Service annotation
+	// the URL is written to once the Service is served. Empty: none is
+	// written.
+	URLAnnotation string
 	// MoveSettle is how long, when a Service moves between Ingress and
 	// HTTPRoute, the old object is kept after the new one is ready (route
 	// Accepted, Ingress with an address), for the data plane to serve the
@@ -265,6 +274,7 @@ type Builder struct {
 	ingressClass     string
 	fieldManager     string
 	defaultGateway   *GatewayRef
+	urlAnnotation    string
 }
 
 // hostTemplateData is what the host template sees.
@@ -308,6 +318,12 @@ func NewBuilder(cfg Config) (*Builder, error) {
 			return nil, fmt.Errorf("invalid default gateway %q: it %s", cfg.Gateway, why)
 		}
 		b.defaultGateway = &ref
+	}
+	if cfg.URLAnnotation != "" {
+		if errs := validation.IsQualifiedName(cfg.URLAnnotation); len(errs) > 0 {
+			return nil, fmt.Errorf("invalid URL annotation %q: %s", cfg.URLAnnotation, strings.Join(errs, "; "))
+		}
+		b.urlAnnotation = cfg.URLAnnotation
 	}
 	if len(b.fieldManager) > 128 {
 		return nil, fmt.Errorf("invalid field manager %q: longer than 128 characters", b.fieldManager)
@@ -379,6 +395,12 @@ type Intent struct {
 	// IngressOnly lists the annotations set on the Service that only an
 	// Ingress reads (an HTTPRoute ignores them).
 	IngressOnly []string
+	// URL is where the Service is served once its Ingress or HTTPRoute
+	// serves it; "" when there is no single host to name.
+	URL string
+	// PublishedURL is the URL annotation the Service carries, "" for none
+	// (or when none is written).
+	PublishedURL string
 	// Problems lists every bad setting found, in a fixed order; those of
 	// one rendering only say so (Problem.Only).
 	Problems []Problem
@@ -388,6 +410,9 @@ type Intent struct {
 // It is the one place that reads them.
 func (b *Builder) Parse(svc *corev1.Service) *Intent {
 	in := &Intent{Target: b.target(svc)}
+	if b.urlAnnotation != "" {
+		in.PublishedURL = svc.Annotations[b.urlAnnotation]
+	}
 	if in.Target == TargetNone {
 		return in
 	}
@@ -432,6 +457,13 @@ func (b *Builder) Parse(svc *corev1.Service) *Intent {
 		if _, ok := ann[k]; ok {
 			in.IngressOnly = append(in.IngressOnly, k)
 		}
+	}
+	if b.urlAnnotation != "" && in.Host != "" && !strings.HasPrefix(in.Host, "*") {
+		scheme := "http"
+		if in.TLSSecret != "" {
+			scheme = "https"
+		}
+		in.URL = scheme + "://" + in.Host + in.Path
 	}
 	return in
 }

@@ -102,8 +102,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 	complete = true
-	switch in.Target {
-	case TargetNone:
+	if in.Target == TargetNone {
 		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
 		if ing != nil && isControlledBy(ing, svc) {
 			errs = append(errs, c.ingress.delete(ctx, ing, why, r))
@@ -111,11 +110,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if route != nil && isControlledBy(route, svc) {
 			errs = append(errs, c.route.delete(ctx, route, why, r))
 		}
-		return errors.Join(errs...)
-	case TargetHTTPRoute:
-		if routes != nil {
-			return c.syncRoute(ctx, svc, in, ing, route, r)
-		}
+		return errors.Join(append(errs, c.publishURL(ctx, svc, in, ""))...)
+	}
+	rendering := in.Target
+	if rendering == TargetHTTPRoute && routes == nil {
+		rendering = TargetIngress
 		what := "a Gateway"
 		if in.Gateway != nil {
 			what = "Gateway " + in.Gateway.String()
@@ -123,7 +122,46 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
 			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
 	}
-	return c.syncIngress(ctx, svc, in, ing, route, r)
+	if rendering == TargetHTTPRoute {
+		err = c.syncRoute(ctx, svc, in, ing, route, r)
+	} else {
+		err = c.syncIngress(ctx, svc, in, ing, route, r)
+	}
+	// The URL is written once what was there at the start of this sync
+	// serves; it stays while either object does, across a move, and
+	// follows the annotations only when they are valid.
+	if in.invalid(rendering) == nil && serving(svc, ing, route) {
+		if urlErr := c.publishURL(ctx, svc, in, in.URL); urlErr != nil {
+			return errors.Join(err, urlErr)
+		}
+	}
+	return err
+}
+
+// serving reports whether the Service's own Ingress has an address, or its
+// own HTTPRoute is Accepted with its references resolved, both for its
+// current generation: then the URL leads somewhere.
+func serving(svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute) bool {
+	if ing != nil && isControlledBy(ing, svc) && ingressReady(ing) {
+		return true
+	}
+	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
+		return false
+	}
+	for _, st := range route.Status.Parents {
+		accepted, resolved := false, false
+		for _, cond := range st.Conditions {
+			if cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != route.Generation {
+				continue
+			}
+			accepted = accepted || cond.Type == string(gatewayv1.RouteConditionAccepted)
+			resolved = resolved || cond.Type == string(gatewayv1.RouteConditionResolvedRefs)
+		}
+		if accepted && resolved {
+			return true
+		}
+	}
+	return false
 }
 
 // syncIngress converges the Ingress of an enabled Service, then removes the

@@ -474,3 +474,49 @@ func parseableType(schema, name string) func() (typed.ParseableType, error) {
 		return t, nil
 	})
 }
+
+// urlFieldManager is the field manager of the URL annotation alone, apart
+// from the objects' so that it is plain in managedFields who wrote it.
+const urlFieldManager = "ingress-manager-url"
+
+// The URL is written into one annotation of the Service by a JSON patch that
+// names that annotation alone, with the Service's UID as a test.
+// +kubebuilder:rbac:groups="",resources=services,verbs=patch
+
+// publishURL makes the Service's URL annotation say url ("": none), when
+// the annotation is written at all and says otherwise. The patch touches
+// that one annotation, and only the Service the intent was parsed from.
+func (c *Controller) publishURL(ctx context.Context, svc *corev1.Service, in *Intent, url string) error {
+	key := c.builder.urlAnnotation
+	if key == "" || url == in.PublishedURL {
+		return nil
+	}
+	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(svc.UID)}}
+	switch {
+	case url == "":
+		ops = append(ops, map[string]any{"op": "test", "path": path, "value": in.PublishedURL}, map[string]any{"op": "remove", "path": path})
+	case len(svc.Annotations) == 0:
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{key: url}})
+	default:
+		ops = append(ops, map[string]any{"op": "add", "path": path, "value": url})
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encoding the URL patch: %w", err)
+	}
+	_, err = c.serviceClient.Services(svc.Namespace).Patch(ctx, svc.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: urlFieldManager})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // gone: nothing to say the URL of
+	case apierrors.IsInvalid(err):
+		// A test failed: the Service is not as cached (a replacement, or
+		// the cache behind our last write); its own update brings it back.
+		klog.FromContext(ctx).V(2).Info("The Service changed since the cache was read; its URL waits for the cache", "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("writing annotation %s of service %s/%s: %w", key, svc.Namespace, svc.Name, err)
+	}
+	klog.FromContext(ctx).Info("Wrote the Service's URL", "annotation", key, "url", url)
+	return nil
+}
