@@ -1,6 +1,7 @@
 package ingressmanager
 
 import (
+	"cmp"
 	"strings"
 	"sync"
 
@@ -58,6 +59,11 @@ const (
 // report collects the Events one sync has to say about a Service.
 type report struct {
 	events []event
+	// version is the Service version the events are of when they name no
+	// other; empty: the Service's as read. The sync's own write of the
+	// Service moves it on, so that the version that write makes does not
+	// tell the same things again.
+	version string
 }
 
 type event struct {
@@ -111,10 +117,7 @@ func (n *notes) publish(svc *corev1.Service, r *report, complete bool) {
 			send = append(send, e)
 			continue
 		}
-		version := e.id
-		if version == "" {
-			version = svc.ResourceVersion
-		}
+		version := cmp.Or(e.id, r.version, svc.ResourceVersion)
 		id := strings.Join([]string{e.reason, string(svc.UID), version, e.message}, "/")
 		if !before.Has(id) && !now.Has(id) {
 			send = append(send, e)

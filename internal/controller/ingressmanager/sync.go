@@ -110,7 +110,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if route != nil && isControlledBy(route, svc) {
 			errs = append(errs, c.route.delete(ctx, route, why, r))
 		}
-		return errors.Join(append(errs, c.publishURL(ctx, svc, in, ""))...)
+		return errors.Join(append(errs, c.publishURL(ctx, svc, in, "", r))...)
 	}
 	rendering := in.Target
 	if rendering == TargetHTTPRoute && routes == nil {
@@ -131,7 +131,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// serves; it stays while either object does, across a move, and
 	// follows the annotations only when they are valid.
 	if in.invalid(rendering) == nil && serving(svc, ing, route) {
-		if urlErr := c.publishURL(ctx, svc, in, in.URL); urlErr != nil {
+		if urlErr := c.publishURL(ctx, svc, in, in.URL, r); urlErr != nil {
 			return errors.Join(err, urlErr)
 		}
 	}

@@ -2,10 +2,13 @@ package ingressmanager
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -159,5 +162,49 @@ func TestSyncURLOfAReplacedService(t *testing.T) {
 	live, _ := f.kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
 	if _, ok := live.Annotations[AnnotationURL]; ok {
 		t.Errorf("the replacement got the URL: %v", live.Annotations)
+	}
+}
+
+// TestSyncURLWriteRepeatsNoWarning: the Service version the URL write makes
+// does not tell again the Warnings of the version it was made from.
+func TestSyncURLWriteRepeatsNoWarning(t *testing.T) {
+	f := newSyncFixture(t)
+	f.c.builder.urlAnnotation = AnnotationURL
+	svc := service(map[string]string{AnnotationGateway: "gw", AnnotationTLSSecret: "cert"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addRoute(svc, func(r *gatewayv1.HTTPRoute) {
+		acceptedAt(1)(r)
+		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
+			metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: 1})
+	})
+	f.addService(svc, true)
+	// The fake keeps resource versions as they are: make the write's new.
+	f.kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, err := f.kube.Tracker().Get(a.GetResource(), a.GetNamespace(), svc.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		bumped := obj.(*corev1.Service).DeepCopy()
+		bumped.ResourceVersion = "2"
+		return false, nil, f.kube.Tracker().Update(a.GetResource(), bumped, a.GetNamespace())
+	})
+	if err := f.sync(svc); err != nil {
+		t.Fatal(err)
+	}
+	written, err := f.kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written.Annotations[AnnotationURL] != "https://example.com/" || written.ResourceVersion == svc.ResourceVersion {
+		t.Fatalf("the write made version %q with URL %q", written.ResourceVersion, written.Annotations[AnnotationURL])
+	}
+	if err := f.c.services.Update(written); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync(written); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.reasons(), []string{ReasonIgnoredForRoute}; !slices.Equal(got, want) {
+		t.Errorf("Events = %q, want %q once", got, want)
 	}
 }

@@ -485,8 +485,9 @@ const urlFieldManager = "ingress-manager-url"
 
 // publishURL makes the Service's URL annotation say url ("": none), when
 // the annotation is written at all and says otherwise. The patch touches
-// that one annotation, and only the Service the intent was parsed from.
-func (c *Controller) publishURL(ctx context.Context, svc *corev1.Service, in *Intent, url string) error {
+// that one annotation, and only the Service the intent was parsed from; r's
+// events are then of the version it makes.
+func (c *Controller) publishURL(ctx context.Context, svc *corev1.Service, in *Intent, url string, r *report) error {
 	key := c.builder.urlAnnotation
 	if key == "" || url == in.PublishedURL {
 		return nil
@@ -505,7 +506,7 @@ func (c *Controller) publishURL(ctx context.Context, svc *corev1.Service, in *In
 	if err != nil {
 		return fmt.Errorf("encoding the URL patch: %w", err)
 	}
-	_, err = c.serviceClient.Services(svc.Namespace).Patch(ctx, svc.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: urlFieldManager})
+	written, err := c.serviceClient.Services(svc.Namespace).Patch(ctx, svc.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: urlFieldManager})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil // gone: nothing to say the URL of
@@ -518,5 +519,8 @@ func (c *Controller) publishURL(ctx context.Context, svc *corev1.Service, in *In
 		return fmt.Errorf("writing annotation %s of service %s/%s: %w", key, svc.Namespace, svc.Name, err)
 	}
 	klog.FromContext(ctx).Info("Wrote the Service's URL", "annotation", key, "url", url)
+	if written != nil {
+		r.version = written.ResourceVersion
+	}
 	return nil
 }
