@@ -13,6 +13,16 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
+// servedAt is acceptedAt with the references resolved too: a route that
+// serves.
+func servedAt(gen int64) func(*gatewayv1.HTTPRoute) {
+	return func(r *gatewayv1.HTTPRoute) {
+		acceptedAt(gen)(r)
+		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
+			metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: gen})
+	}
+}
+
 // TestParseURL: the URL is the scheme (https with a TLS Secret), the host
 // and the path, when there is one host to name.
 func TestParseURL(t *testing.T) {
@@ -50,11 +60,6 @@ func TestParseURL(t *testing.T) {
 // what exposes the Service serves it; kept while one of its objects does;
 // removed when the Service is no longer exposed.
 func TestSyncURL(t *testing.T) {
-	accepted := func(r *gatewayv1.HTTPRoute) {
-		acceptedAt(1)(r)
-		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
-			metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: 1})
-	}
 	for _, tc := range []struct {
 		name      string
 		ann       map[string]string // besides the seed's
@@ -73,9 +78,9 @@ func TestSyncURL(t *testing.T) {
 		{name: "the host changed: the URL follows", ingress: withAddress, published: "http://old.example.com/", want: "http://example.com/", patched: true},
 		{name: "an Ingress being deleted does not serve", ingress: both(withAddress, markDeleting[*networkingv1.Ingress])},
 		{name: "a route Accepted with resolved references: the URL", ann: map[string]string{AnnotationGateway: "gw"},
-			route: accepted, want: "http://example.com/", patched: true},
+			route: servedAt(1), want: "http://example.com/", patched: true},
 		{name: "a route Accepted for an older generation: no URL yet", ann: map[string]string{AnnotationGateway: "gw"},
-			route: both(accepted, func(r *gatewayv1.HTTPRoute) { r.Generation = 2 })},
+			route: both(servedAt(1), func(r *gatewayv1.HTTPRoute) { r.Generation = 2 })},
 		{name: "a route Accepted but with references unresolved: no URL yet", ann: map[string]string{AnnotationGateway: "gw"},
 			route: acceptedAt(1)},
 		{name: "moving to a route not accepted yet: the URL stays while the Ingress serves", ann: map[string]string{AnnotationGateway: "gw"},
@@ -172,11 +177,7 @@ func TestSyncURLWriteRepeatsNoWarning(t *testing.T) {
 	f.c.builder.urlAnnotation = AnnotationURL
 	svc := service(map[string]string{AnnotationGateway: "gw", AnnotationTLSSecret: "cert"}, port("http", 80))
 	svc.ResourceVersion = "1"
-	f.addRoute(svc, func(r *gatewayv1.HTTPRoute) {
-		acceptedAt(1)(r)
-		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
-			metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: 1})
-	})
+	f.addRoute(svc, servedAt(1))
 	f.addService(svc, true)
 	// The fake keeps resource versions as they are: make the write's new.
 	f.kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
