@@ -48,7 +48,8 @@ KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 			klog.Background().Info("Starting controller-manager", "version", v.Version, "commit", v.Commit,
 				"buildDate", v.BuildDate, "goVersion", v.GoVersion, "platform", v.Platform)
 			cliflag.PrintFlags(cmd.Flags())
-			if err := o.Validate(); err != nil {
+			config, err := o.Complete()
+			if err != nil {
 				// One problem a line, before any log output.
 				errs := flatten(err)
 				for _, e := range errs {
@@ -56,12 +57,12 @@ KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 				}
 				return fmt.Errorf("invalid flags (%d problems, see above; --help lists every flag)", len(errs))
 			}
-			cfg, err := o.RESTConfig()
+			cfg, err := config.Clients.RESTConfig()
 			if err != nil {
 				return err
 			}
 			ctx := klog.NewContext(signalContext(), klog.Background())
-			m, err := NewManager(ctx, o, cfg)
+			m, err := NewManager(ctx, config, cfg)
 			if err != nil {
 				return err
 			}

@@ -26,7 +26,7 @@ type Descriptor struct {
 	// New builds the controller: it obtains the informers it reads from the
 	// shared factories in cctx and registers its event handlers. It must not
 	// start anything.
-	New func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error)
+	New func(ctx context.Context, cctx *controller.Context, c *ManagerConfig) (controller.Interface, error)
 }
 
 // Controllers is the registry: every controller the manager knows, in start
@@ -40,26 +40,26 @@ func Controllers() []Descriptor {
 			// not by us (throughput = workers / round trip, and a round trip
 			// grows under load; docs/benchmarks.md has the measurements).
 			DefaultWorkers: 64,
-			New: func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error) {
-				return ingressmanager.New(ctx, cctx, o.ingressConfig())
+			New: func(ctx context.Context, cctx *controller.Context, c *ManagerConfig) (controller.Interface, error) {
+				return ingressmanager.New(ctx, cctx, c.Ingress)
 			},
 		},
 		{
 			Name: network.Name,
 			// Backend calls are slow (Neutron: tens of ms to seconds).
 			DefaultWorkers: 8,
-			New: func(ctx context.Context, cctx *controller.Context, o *Options) (controller.Interface, error) {
-				backend, err := o.networkBackend(ctx)
+			New: func(ctx context.Context, cctx *controller.Context, c *ManagerConfig) (controller.Interface, error) {
+				backend, err := c.Network.backend(ctx)
 				if err != nil {
 					return nil, err
 				}
-				return network.New(ctx, cctx, network.Options{Backend: backend, BackendName: o.NetworkBackendName, GCInterval: o.NetworkGCInterval})
+				return network.New(ctx, cctx, network.Options{Backend: backend, BackendName: c.Network.BackendName, GCInterval: c.Network.GCInterval})
 			},
 		},
 		{
 			Name:           podlogger.Name,
 			DefaultWorkers: 2,
-			New: func(ctx context.Context, cctx *controller.Context, _ *Options) (controller.Interface, error) {
+			New: func(ctx context.Context, cctx *controller.Context, _ *ManagerConfig) (controller.Interface, error) {
 				return podlogger.New(ctx, cctx)
 			},
 		},
@@ -117,17 +117,17 @@ func controllerEnabled(name string, list []string) bool {
 	return hasStar
 }
 
-// networkBackend returns the backend of --network-backend (or the one set in
+// backend returns the backend of --network-backend (or the one set in
 // Options.NetworkBackend).
-func (o *Options) networkBackend(ctx context.Context) (network.Backend, error) {
-	if o.NetworkBackend != nil {
-		return o.NetworkBackend, nil
+func (c *NetworkConfig) backend(ctx context.Context) (network.Backend, error) {
+	if c.Backend != nil {
+		return c.Backend, nil
 	}
-	switch o.NetworkBackendName {
+	switch c.BackendName {
 	case "memory":
 		return memory.New(), nil
 	case "neutron":
-		return newNeutronBackend(ctx, o.NeutronManagedBy)
+		return newNeutronBackend(ctx, c.NeutronManagedBy)
 	}
-	return nil, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", o.NetworkBackendName)
+	return nil, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", c.BackendName)
 }

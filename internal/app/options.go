@@ -49,6 +49,7 @@ type Options struct {
 	IngressGateway          string
 	GatewayAPICheckInterval time.Duration
 	IngressMoveSettle       time.Duration
+	IngressURLAnnotation    string
 
 	// network.
 	NetworkBackendName string
@@ -106,9 +107,10 @@ func NewOptions() *Options {
 		IngressHostTemplate:     ingressmanager.DefaultHostTemplate,
 		GatewayAPICheckInterval: ingressmanager.DefaultGatewayAPICheckInterval,
 		IngressMoveSettle:       ingressmanager.DefaultMoveSettle,
+		IngressURLAnnotation:    ingressmanager.AnnotationURL,
 		NetworkBackendName:      "memory",
 		NetworkGCInterval:       10 * time.Minute,
-		NeutronManagedBy:        "controller-manager",
+		NeutronManagedBy:        network.ManagedBy,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
 			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
@@ -171,6 +173,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"<namespace>/<name> of the Gateway that annotated Services without their own ingress/gateway annotation attach to: they get a Gateway API HTTPRoute instead of an Ingress, and their Ingress is deleted once the Gateway accepted the route. A Service with ingress/gateway: \"\" stays on Ingress. Empty means none (every Service without ingress/gateway gets an Ingress).")
 	fs.DurationVar(&o.IngressMoveSettle, "ingress-move-settle", o.IngressMoveSettle,
 		"When a Service moves between Ingress and HTTPRoute, how long the old object is kept after the new one is ready (HTTPRoute Accepted by its Gateway, or Ingress with an address), so that the data plane serves the new one before the old one goes. 0 deletes it at once.")
+	fs.StringVar(&o.IngressURLAnnotation, "ingress-url-annotation", o.IngressURLAnnotation,
+		"Annotation of the Service that ingress-manager writes, once its Ingress has an address or its HTTPRoute is Accepted with its references resolved, with the URL it is served at (https:// with ingress/tls-secret, the host, the path), and removes when the Service is no longer exposed. Empty disables it.")
 	fs.DurationVar(&o.GatewayAPICheckInterval, "gateway-api-check-interval", o.GatewayAPICheckInterval,
 		"How often ingress-manager asks discovery whether the cluster serves the Gateway API (gateway.networking.k8s.io/v1 httproutes): while it does not, to watch HTTPRoutes once it does; while it does, to stop using them (and fall back to Ingress) once it no longer does; both without a restart.")
 
@@ -246,12 +250,17 @@ func (o *Options) Validate() error {
 	if o.FieldManager == "" {
 		errs = append(errs, errors.New("--field-manager: must not be empty"))
 	}
-	for _, e := range metav1validation.ValidateFieldManager(o.FieldManager, field.NewPath("--field-manager")) {
+	fieldManagerErrs := metav1validation.ValidateFieldManager(o.FieldManager, field.NewPath("--field-manager"))
+	for _, e := range fieldManagerErrs {
 		errs = append(errs, errors.New(e.Error()))
 	}
 	errs = append(errs, o.validateLeaderElection()...)
-	if _, err := ingressmanager.NewBuilder(o.ingressConfig()); err != nil {
-		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class / --ingress-gateway: %w", err))
+	ingress := o.ingressConfig()
+	if o.FieldManager == "" || len(fieldManagerErrs) > 0 {
+		ingress.FieldManager = "" // reported above, under its own flag
+	}
+	if _, err := ingressmanager.NewBuilder(ingress); err != nil {
+		errs = append(errs, fmt.Errorf("--ingress-host-template / --ingress-class / --ingress-gateway / --ingress-url-annotation: %w", err))
 	}
 	if o.IngressMoveSettle < 0 {
 		errs = append(errs, fmt.Errorf("--ingress-move-settle: must not be negative, got %v", o.IngressMoveSettle))
@@ -262,8 +271,8 @@ func (o *Options) Validate() error {
 	if o.NetworkBackendName != "memory" && o.NetworkBackendName != "neutron" {
 		errs = append(errs, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", o.NetworkBackendName))
 	}
-	if o.NeutronManagedBy == "" || strings.ContainsAny(o.NeutronManagedBy, ",/") {
-		errs = append(errs, fmt.Errorf("--neutron-managed-by: %q must be non-empty, without ',' or '/' (it is a Neutron tag)", o.NeutronManagedBy))
+	if err := validateNeutronManagedBy(o.neutronManagedBy()); err != nil {
+		errs = append(errs, fmt.Errorf("--neutron-managed-by: %w", err))
 	}
 	if o.NetworkGCInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--network-gc-interval: must be positive, got %v", o.NetworkGCInterval))
@@ -368,15 +377,4 @@ func flatten(err error) []error {
 		return agg.Errors()
 	}
 	return []error{err}
-}
-
-// ingressConfig is the ingress-manager configuration of the options.
-func (o *Options) ingressConfig() ingressmanager.Config {
-	return ingressmanager.Config{
-		HostTemplate:            o.IngressHostTemplate,
-		IngressClass:            o.IngressClass,
-		Gateway:                 o.IngressGateway,
-		GatewayAPICheckInterval: o.GatewayAPICheckInterval,
-		MoveSettle:              o.IngressMoveSettle,
-	}
 }

@@ -1,13 +1,20 @@
 package app
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -56,4 +63,96 @@ func metricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
 	return mux
+}
+
+// newServers prepares the metrics and health servers and binds their
+// listeners.
+func (m *Manager) newServers(ctx context.Context) error {
+	sc := &m.config.Servers
+	var err error
+	m.metricsHandler = metricsHandler()
+	if !sc.MetricsSecure && sc.MetricsBindAddress != "0" && !isLoopback(sc.MetricsBindAddress) {
+		klog.FromContext(ctx).Info("Warning: --metrics-secure=false serves /metrics in plain HTTP to anyone who can connect; use it on 127.0.0.1 only", "address", sc.MetricsBindAddress)
+	}
+	if sc.MetricsSecure && sc.MetricsBindAddress != "0" {
+		if m.metricsHandler, err = withAuthnAuthz(ctx, m.client.authentication, m.client.authorization, m.metricsHandler); err != nil {
+			return err
+		}
+		if m.metricsTLS, m.runMetricsTLS, err = servingTLSConfig(ctx, sc.TLSCertFile, sc.TLSPrivateKeyFile); err != nil {
+			return err
+		}
+	}
+	if m.metricsLn, err = listen(ctx, sc.MetricsBindAddress); err != nil {
+		return fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	if m.healthLn, err = listen(ctx, sc.HealthProbeBindAddress); err != nil {
+		m.closeListeners()
+		return fmt.Errorf("--health-probe-bind-address: %w", err)
+	}
+	return nil
+}
+
+// isLoopback reports whether the (validated) bind address addr listens on
+// loopback only.
+func isLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func listen(ctx context.Context, addr string) (net.Listener, error) {
+	if addr == "0" {
+		return nil, nil
+	}
+	return (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+}
+
+func (m *Manager) closeListeners() {
+	for _, ln := range []net.Listener{m.metricsLn, m.healthLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// MetricsAddress is the bound metrics address ("" when disabled).
+func (m *Manager) MetricsAddress() string { return addrOf(m.metricsLn) }
+
+// HealthAddress is the bound health probe address ("" when disabled).
+func (m *Manager) HealthAddress() string { return addrOf(m.healthLn) }
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
+
+// serveOn serves h on ln until ctx is done: over TLS when tlsConfig is set.
+func serveOn(ctx context.Context, wg *sync.WaitGroup, name string, ln net.Listener, h http.Handler, tlsConfig *tls.Config) {
+	if ln == nil {
+		return
+	}
+	wg.Go(func() {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		logger := klog.FromContext(ctx)
+		scheme := "http"
+		if tlsConfig != nil {
+			scheme = "https"
+			ln = tls.NewListener(ln, tlsConfig)
+		}
+		logger.Info("Serving", "server", name, "address", ln.Addr().String(), "scheme", scheme)
+		stop := context.AfterFunc(ctx, func() {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutdownCtx)
+		})
+		defer stop()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Server failed", "server", name)
+		}
+	})
 }

@@ -63,7 +63,7 @@ func (r *run) httpRoutePhase(ctx context.Context) error {
 	res.Creates, err = r.measure(ctx, n, conc, func(ctx context.Context, i int) error {
 		svc := benchService(routeLimitNamespace, fmt.Sprintf("lim-%06d", i), true)
 		svc.UID = types.UID(uuid.NewUUID()) // a made-up owner, as for the Ingresses of L
-		route, _, err := b.DesiredRoute(svc)
+		route, err := b.Parse(svc).HTTPRoute()
 		if err != nil {
 			return err
 		}

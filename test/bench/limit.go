@@ -97,7 +97,7 @@ func benchService(ns, name string, annotated bool) *corev1.Service {
 func desiredIngress(b *ingressmanager.Builder, ns, name string) (*networkingv1.Ingress, error) {
 	svc := benchService(ns, name, true)
 	svc.UID = types.UID(uuid.NewUUID())
-	return b.Desired(svc)
+	return b.Parse(svc).Ingress()
 }
 
 // limit measures L: creates, updates and deletes of N Ingresses like the

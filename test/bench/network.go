@@ -159,8 +159,12 @@ func startNetworkManager(ctx context.Context, cfg *rest.Config, ns string, worke
 	o.NetworkBackend = backend
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.ShutdownTimeout = 10 * time.Second
+	config, err := o.Complete()
+	if err != nil {
+		return nil, nil, err
+	}
 	mgrCtx, cancel := context.WithCancel(klog.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard)))))
-	mgr, err := app.NewManager(mgrCtx, o, cfg)
+	mgr, err := app.NewManager(mgrCtx, config, cfg)
 	if err != nil {
 		cancel()
 		return nil, nil, err

@@ -3,20 +3,16 @@ package ingressmanager
 import (
 	"context"
 	"fmt"
-	"maps"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
@@ -26,54 +22,6 @@ import (
 
 // Name is the controller's name in --controllers.
 const Name = "ingress-manager"
-
-// Event reasons on the Service (besides the InvalidError reasons of bad
-// annotations).
-const (
-	// ReasonIngressCreated (Normal): the Service's Ingress was created.
-	ReasonIngressCreated = "IngressCreated"
-	// ReasonIngressUpdated (Normal): the Ingress was brought back to what
-	// the Service's annotations say.
-	ReasonIngressUpdated = "IngressUpdated"
-	// ReasonIngressDeleted (Normal): the Ingress was deleted, the message
-	// says why (annotation removed, moved to an HTTPRoute, Service gone).
-	ReasonIngressDeleted = "IngressDeleted"
-	// ReasonIngressExists (Warning): a same-named Ingress not controlled by
-	// the Service is in the way; it is left untouched.
-	ReasonIngressExists = "IngressExists"
-	// ReasonHTTPRouteCreated (Normal): the Service's HTTPRoute was created.
-	ReasonHTTPRouteCreated = "HTTPRouteCreated"
-	// ReasonHTTPRouteUpdated (Normal): the HTTPRoute was brought back to
-	// what the Service's annotations say.
-	ReasonHTTPRouteUpdated = "HTTPRouteUpdated"
-	// ReasonHTTPRouteDeleted (Normal): the HTTPRoute was deleted, the
-	// message says why.
-	ReasonHTTPRouteDeleted = "HTTPRouteDeleted"
-	// ReasonHTTPRouteExists (Warning): a same-named HTTPRoute not controlled
-	// by the Service is in the way; it is left untouched.
-	ReasonHTTPRouteExists = "HTTPRouteExists"
-	// ReasonGatewayAPINotInstalled (Warning): the Service asks for a Gateway
-	// but the cluster does not serve HTTPRoutes; it keeps an Ingress
-	// meanwhile.
-	ReasonGatewayAPINotInstalled = "GatewayAPINotInstalled"
-	// ReasonHTTPRouteNotAccepted (Warning) carries the Gateway's
-	// Accepted=False condition of the route; the Ingress stays.
-	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
-	// ReasonHTTPRouteRefsNotResolved (Warning) carries the Gateway's
-	// ResolvedRefs=False condition of the route; the Ingress stays.
-	ReasonHTTPRouteRefsNotResolved = "HTTPRouteRefsNotResolved"
-	// ReasonWaitingForHTTPRoute (Normal): the Ingress is kept until the
-	// Gateway accepts the route that replaces it (and --ingress-move-settle
-	// passed).
-	ReasonWaitingForHTTPRoute = "WaitingForHTTPRoute"
-	// ReasonWaitingForIngress (Normal): the HTTPRoute is kept until the
-	// Ingress that replaces it has an address (and --ingress-move-settle
-	// passed).
-	ReasonWaitingForIngress = "WaitingForIngress"
-)
-
-// annotationPrefix is the family of the Service annotations this controller reads.
-const annotationPrefix = "ingress/"
 
 // Controller keeps an Ingress, or an HTTPRoute, for every Service annotated
 // ingress/http.
@@ -85,7 +33,6 @@ type Controller struct {
 	// serviceClient reads a Service absent from the cache before what it
 	// owned is deleted.
 	serviceClient corev1client.ServicesGetter
-	recorder      record.EventRecorder
 	builder       *Builder
 	ingress       *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]
 	route         *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]
@@ -114,10 +61,9 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		services:      svcInformer.Informer().GetIndexer(),
 		ingresses:     ingInformer.Informer().GetIndexer(),
 		serviceClient: cctx.Core,
-		recorder:      recorder,
 		builder:       builder,
-		ingress:       ingressWriter(cctx.Networking, builder.FieldManager(), recorder),
-		route:         routeWriter(cctx.Gateway, builder.FieldManager(), recorder),
+		ingress:       ingressWriter(cctx.Networking, builder.fieldManager),
+		route:         routeWriter(cctx.Gateway, builder.fieldManager),
 		notes:         notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
 		settling:      settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
 	}
@@ -187,24 +133,9 @@ func (c *Controller) updateService(oldObj, newObj any) {
 		return
 	}
 	if oldSvc.UID != newSvc.UID || oldSvc.DeletionTimestamp.IsZero() != newSvc.DeletionTimestamp.IsZero() ||
-		!maps.Equal(ingressAnnotations(oldSvc), ingressAnnotations(newSvc)) ||
-		!equality.Semantic.DeepEqual(oldSvc.Spec.Ports, newSvc.Spec.Ports) {
+		!serviceInputsEqual(oldSvc, newSvc) {
 		c.Enqueue(newObj)
 	}
-}
-
-// ingressAnnotations returns the ingress/* annotations of svc.
-func ingressAnnotations(svc *corev1.Service) map[string]string {
-	var out map[string]string
-	for k, v := range svc.Annotations {
-		if strings.HasPrefix(k, annotationPrefix) {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // enqueueOwned queues the Service an Ingress or HTTPRoute belongs to: the
@@ -247,7 +178,7 @@ func (c *Controller) enqueueOwned(obj any) {
 // them may have been handled before its cache was published.
 func (c *Controller) gatewayAnswered() {
 	for _, obj := range c.services.List() {
-		if svc, ok := obj.(*corev1.Service); ok && c.builder.WantsRoute(svc) {
+		if svc, ok := obj.(*corev1.Service); ok && c.builder.target(svc) == TargetHTTPRoute {
 			c.EnqueueKey(cache.MetaObjectToName(svc))
 		}
 	}
@@ -256,8 +187,4 @@ func (c *Controller) gatewayAnswered() {
 			c.enqueueOwned(obj)
 		}
 	}
-}
-
-func isServiceRef(ref *metav1.OwnerReference) bool {
-	return ref.Kind == "Service" && ref.APIVersion == corev1.SchemeGroupVersion.String()
 }

@@ -88,10 +88,10 @@ func FuzzDesired(f *testing.F) {
 		svc.Annotations = ann
 		b := builders[int(cfg)%len(builders)]
 
-		ing, err := b.Desired(svc)
+		ing, err := b.Parse(svc).Ingress()
 
 		// Deterministic.
-		ing2, err2 := b.Desired(svc)
+		ing2, err2 := b.Parse(svc).Ingress()
 		if !reflect.DeepEqual(ing, ing2) || (err == nil) != (err2 == nil) || (err != nil && err.Error() != err2.Error()) {
 			t.Fatalf("Desired not deterministic: %v / %v", err, err2)
 		}
@@ -139,7 +139,7 @@ func checkIngress(t *testing.T, svc *corev1.Service, ing *networkingv1.Ingress) 
 	if ing == nil {
 		t.Fatal("no Ingress and no error for an enabled service")
 	}
-	if ing.Name != svc.Name || ing.Namespace != svc.Namespace || !IsControlledBy(ing, svc) || len(ing.OwnerReferences) != 1 {
+	if ing.Name != svc.Name || ing.Namespace != svc.Namespace || !isControlledBy(ing, svc) || len(ing.OwnerReferences) != 1 {
 		t.Fatalf("metadata: %+v", ing.ObjectMeta)
 	}
 	if errs := apivalidation.ValidateAnnotations(ing.Annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {

@@ -57,7 +57,7 @@ func (f *syncFixture) addIngress(svc *corev1.Service, mutate func(*networkingv1.
 	f.t.Helper()
 	onIngress := svc.DeepCopy()
 	onIngress.Annotations[AnnotationGateway] = ""
-	desired, err := f.c.builder.Desired(onIngress)
+	desired, err := f.c.builder.Parse(onIngress).Ingress()
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func (f *syncFixture) addRoute(svc *corev1.Service, mutate func(*gatewayv1.HTTPR
 	f.t.Helper()
 	onGateway := svc.DeepCopy()
 	onGateway.Annotations[AnnotationGateway] = "gw"
-	desired, _, err := f.c.builder.DesiredRoute(onGateway)
+	desired, err := f.c.builder.Parse(onGateway).HTTPRoute()
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -131,6 +131,20 @@ func (f *syncFixture) clearActions() {
 
 func (f *syncFixture) sync(svc *corev1.Service) error {
 	return f.c.sync(context.Background(), cache.MetaObjectToName(svc))
+}
+
+// syncExpecting adds svc to the API server and the cache, syncs it, and
+// checks the writes the fakes received, as writes lists them.
+func (f *syncFixture) syncExpecting(svc *corev1.Service, want []string) {
+	f.t.Helper()
+	f.addService(svc, true)
+	f.clearActions()
+	if err := f.sync(svc); err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+	if got := f.writes(); !slices.Equal(got, want) {
+		f.t.Errorf("writes = %q, want %q", got, want)
+	}
 }
 
 // markDeleting marks an object deleted while a finalizer holds it.
@@ -220,14 +234,7 @@ func TestMoveNeverTrustsAnObjectBeingDeleted(t *testing.T) {
 			if !tc.enabled {
 				delete(svc.Annotations, AnnotationHTTP)
 			}
-			f.addService(svc, true)
-			f.clearActions()
-			if err := f.sync(svc); err != nil {
-				t.Fatalf("sync: %v", err)
-			}
-			if got := f.writes(); !slices.Equal(got, tc.want) {
-				t.Errorf("writes = %q, want %q", got, tc.want)
-			}
+			f.syncExpecting(svc, tc.want)
 			reasons := f.reasons()
 			if tc.reason != "" && !slices.Contains(reasons, tc.reason) {
 				t.Errorf("Events %v, want one %s", reasons, tc.reason)

@@ -50,8 +50,8 @@ func FuzzDesiredRoute(f *testing.F) {
 			}
 		}
 		svc := service(ann, fuzzPorts(ports)...)
-		route, _, err := b.DesiredRoute(svc)
-		if wants := b.WantsRoute(svc); wants != (route != nil || err != nil) {
+		route, err := b.Parse(svc).HTTPRoute()
+		if wants := (b.Parse(svc).Target == TargetHTTPRoute); wants != (route != nil || err != nil) {
 			t.Fatalf("WantsRoute = %v, but DesiredRoute = %v, %v", wants, route, err)
 		}
 		if err != nil {
@@ -83,7 +83,7 @@ func FuzzDesiredRoute(f *testing.F) {
 		if p.SectionName != nil && (len(*p.SectionName) > 253 || !sectionNamePattern.MatchString(string(*p.SectionName))) {
 			t.Fatalf("sectionName %q does not match the CRD's pattern", *p.SectionName)
 		}
-		gw, _ := b.Gateway(svc)
+		gw := b.Parse(svc).Gateway
 		if gw == nil || string(p.Name) != gw.Name || string(ptr.Deref(p.Namespace, "default")) != gw.Namespace {
 			t.Fatalf("parent %+v, want Gateway %v", p, gw)
 		}
@@ -104,7 +104,7 @@ func FuzzDesiredRoute(f *testing.F) {
 		if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == port }) {
 			t.Fatalf("backend port %d is not a port of the Service %v", port, svc.Spec.Ports)
 		}
-		if _, err := RouteApplyConfiguration(route); err != nil {
+		if _, err := routeWriter(nil, "").applyConfiguration(route, ""); err != nil {
 			t.Fatalf("RouteApplyConfiguration: %v", err)
 		}
 	})

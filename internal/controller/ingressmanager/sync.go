@@ -14,16 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
 
-// sync converges the Ingress or HTTPRoute of one Service key.
+// sync converges the Ingress or HTTPRoute of one Service key: it removes
+// what a Service no longer there controlled, parses the Service once, and
+// converges what its intent's target asks for.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KRef(key.Namespace, key.Name))
 	ctx = klog.NewContext(ctx, logger)
@@ -44,6 +44,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 	}
 
+	// Every Event of this sync leaves by r. Only a sync that looked at
+	// everything the Service asks for may forget what earlier ones said.
+	r := &report{}
+	complete := false
+	defer func() {
+		if svc != nil {
+			c.notes.publish(svc, r, complete)
+		}
+	}()
+
 	// An object controlled by a Service of this name that is not the
 	// current one (deleted, or deleted and recreated) is stale: remove it,
 	// so that the current Service (if any) gets a fresh one.
@@ -62,11 +72,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	var errs []error
 	if staleIng {
-		errs = append(errs, c.ingress.delete(ctx, svc, ing, "its Service no longer exists"))
+		errs = append(errs, c.ingress.delete(ctx, ing, "its Service no longer exists", r))
 		ing = nil
 	}
 	if staleRoute {
-		errs = append(errs, c.route.delete(ctx, svc, route, "its Service no longer exists"))
+		errs = append(errs, c.route.delete(ctx, route, "its Service no longer exists", r))
 		route = nil
 	}
 	if err := errors.Join(errs...); err != nil || svc == nil {
@@ -85,43 +95,79 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	wantsRoute := c.builder.WantsRoute(svc)
-	if wantsRoute && Enabled(svc) && !answered {
+	in := c.builder.Parse(svc)
+	if in.Target == TargetHTTPRoute && !answered {
 		// Whether the Gateway API is served is not known yet: the answer
 		// brings the Service back (gatewayAnswered).
 		return nil
 	}
-	r := &report{}
-	defer func() { c.notes.publish(svc, r) }()
-	switch {
-	case !Enabled(svc):
+	complete = true
+	if in.Target == TargetNone {
 		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
-		if ing != nil && IsControlledBy(ing, svc) {
-			errs = append(errs, c.ingress.delete(ctx, svc, ing, why))
+		if ing != nil && isControlledBy(ing, svc) {
+			errs = append(errs, c.ingress.delete(ctx, ing, why, r))
 		}
 		if route != nil && isControlledBy(route, svc) {
-			errs = append(errs, c.route.delete(ctx, svc, route, why))
+			errs = append(errs, c.route.delete(ctx, route, why, r))
 		}
-		return errors.Join(errs...)
-	case wantsRoute && routes == nil:
-		gw, _ := c.builder.Gateway(svc)
+		return errors.Join(append(errs, c.publishURL(ctx, svc, in, "", r))...)
+	}
+	rendering := in.Target
+	if rendering == TargetHTTPRoute && routes == nil {
+		rendering = TargetIngress
 		what := "a Gateway"
-		if gw != nil {
-			what = "Gateway " + gw.String()
+		if in.Gateway != nil {
+			what = "Gateway " + in.Gateway.String()
 		}
 		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
 			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
-		return c.syncIngress(ctx, svc, ing, route, r)
-	case wantsRoute:
-		return c.syncRoute(ctx, svc, ing, route, r)
 	}
-	return c.syncIngress(ctx, svc, ing, route, r)
+	if rendering == TargetHTTPRoute {
+		err = c.syncRoute(ctx, svc, in, ing, route, r)
+	} else {
+		err = c.syncIngress(ctx, svc, in, ing, route, r)
+	}
+	// The URL is written once what was there at the start of this sync
+	// serves; it stays while either object does, across a move, and
+	// follows the annotations only when they are valid.
+	if in.invalid(rendering) == nil && serving(svc, ing, route) {
+		if urlErr := c.publishURL(ctx, svc, in, in.URL, r); urlErr != nil {
+			return errors.Join(err, urlErr)
+		}
+	}
+	return err
+}
+
+// serving reports whether the Service's own Ingress has an address, or its
+// own HTTPRoute is Accepted with its references resolved, both for its
+// current generation: then the URL leads somewhere.
+func serving(svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute) bool {
+	if ing != nil && isControlledBy(ing, svc) && ingressReady(ing) {
+		return true
+	}
+	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
+		return false
+	}
+	for _, st := range route.Status.Parents {
+		accepted, resolved := false, false
+		for _, cond := range st.Conditions {
+			if cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != route.Generation {
+				continue
+			}
+			accepted = accepted || cond.Type == string(gatewayv1.RouteConditionAccepted)
+			resolved = resolved || cond.Type == string(gatewayv1.RouteConditionResolvedRefs)
+		}
+		if accepted && resolved {
+			return true
+		}
+	}
+	return false
 }
 
 // syncIngress converges the Ingress of an enabled Service, then removes the
 // HTTPRoute it replaces once the Ingress has an address.
-func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
-	desired, err := c.builder.Desired(svc)
+func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+	desired, err := in.Ingress()
 	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
 		return nil
 	}
@@ -148,7 +194,7 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, ing *
 	if wait := c.settling.remaining(svc, ing.UID); wait > 0 {
 		return &controller.RequeueAfter{Delay: wait}
 	}
-	return c.route.delete(ctx, svc, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name))
+	return c.route.delete(ctx, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name), r)
 }
 
 // cached returns the object of key in an informer's cache, nil when there
@@ -210,15 +256,15 @@ func (c *Controller) liveService(ctx context.Context, key cache.ObjectName) (*co
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
 // then removes the Ingress it replaces once the Gateway accepted the route.
-func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
-	desired, ignored, err := c.builder.DesiredRoute(svc)
+func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+	desired, err := in.HTTPRoute()
 	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	if len(ignored) > 0 {
+	if ignored := in.IngressOnly; len(ignored) > 0 {
 		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
 			"%s %s only for an Ingress and %s ignored for HTTPRoute %s: the Gateway's listener decides the class and terminates TLS",
 			strings.Join(ignored, " and "), plural(len(ignored), "is", "are"), plural(len(ignored), "is", "are"), desired.Name))
@@ -252,7 +298,7 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 			}
 		}
 	}
-	if ing == nil || !IsControlledBy(ing, svc) || isBeingDeleted(ing) {
+	if ing == nil || !isControlledBy(ing, svc) || isBeingDeleted(ing) {
 		return nil
 	}
 	if !accepted || isBeingDeleted(route) {
@@ -270,7 +316,7 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, ing *ne
 	if wait := c.settling.remaining(svc, route.UID); wait > 0 {
 		return &controller.RequeueAfter{Delay: wait}
 	}
-	return c.ingress.delete(ctx, svc, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it", gw, route.Name))
+	return c.ingress.delete(ctx, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it", gw, route.Name), r)
 }
 
 // parentStatuses returns the entries of route's status for parent (one per
@@ -384,72 +430,4 @@ func (s *settling) forget(key cache.ObjectName) {
 	s.mu.Lock()
 	delete(s.since, key)
 	s.mu.Unlock()
-}
-
-// report collects the Events one sync has to say about a Service.
-type report struct {
-	events []event
-}
-
-type event struct {
-	eventType, reason, message string
-	// id tells when the same reason says something new: the Service's
-	// version is part of it, plus what the caller passes.
-	id string
-}
-
-func (r *report) warn(reason, id, message string) {
-	r.events = append(r.events, event{corev1.EventTypeWarning, reason, message, id})
-}
-
-func (r *report) normal(reason, id, message string) {
-	r.events = append(r.events, event{corev1.EventTypeNormal, reason, message, id})
-}
-
-// notes sends each Event of a Service once per change: a resync looks at
-// the Service again but does not repeat what it said.
-type notes struct {
-	recorder record.EventRecorder
-	mu       sync.Mutex
-	// sent holds what was said of each Service, as reason and id: one
-	// reason may say several things at once (two Gateway controllers
-	// refusing one route).
-	sent map[cache.ObjectName]sets.Set[string]
-}
-
-// publish records the events of r not sent already, and forgets those the
-// last sync of svc no longer reports (so they are said again if they come
-// back).
-func (n *notes) publish(svc *corev1.Service, r *report) {
-	key := cache.MetaObjectToName(svc)
-	now := make(sets.Set[string], len(r.events))
-	var send []event
-	n.mu.Lock()
-	before := n.sent[key]
-	for _, e := range r.events {
-		version := e.id
-		if version == "" {
-			version = svc.ResourceVersion
-		}
-		id := strings.Join([]string{e.reason, string(svc.UID), version, e.message}, "/")
-		if !before.Has(id) && !now.Has(id) {
-			send = append(send, e)
-		}
-		now.Insert(id)
-	}
-	if len(now) == 0 {
-		delete(n.sent, key)
-	} else {
-		n.sent[key] = now
-	}
-	n.mu.Unlock()
-	for _, e := range send {
-		n.recorder.Event(svc, e.eventType, e.reason, e.message)
-	}
-}
-
-func (n *notes) forget(key cache.ObjectName) {
-	n.mu.Lock()
-	delete(n.sent, key)
-	n.mu.Unlock()
 }

@@ -8,16 +8,23 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/tools/record"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
+	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // object is an Ingress or an HTTPRoute: what a Service's annotations make.
@@ -65,7 +72,6 @@ type writer[T object, AC any] struct {
 	reasons      writeReasons
 	client       func(namespace string) typedClient[T]
 	fieldManager string
-	recorder     record.EventRecorder
 	// newApplyConfiguration and extract are the kind's generated apply
 	// configuration constructor and Extract function.
 	newApplyConfiguration func(name, namespace string) *AC
@@ -99,9 +105,9 @@ type writeReasons struct{ created, updated, deleted, exists string }
 
 // newWriter returns the write path of one kind; client may be nil for
 // needsUpdate alone.
-func newWriter[T object, AC any](kind string, reasons writeReasons, client func(namespace string) typedClient[T], fieldManager string, recorder record.EventRecorder,
+func newWriter[T object, AC any](kind string, reasons writeReasons, client func(namespace string) typedClient[T], fieldManager string,
 	newApplyConfiguration func(name, namespace string) *AC, extract func(T, string) (*AC, error), clearStatus func(*AC)) *writer[T, AC] {
-	return &writer[T, AC]{kind: kind, reasons: reasons, client: client, fieldManager: fieldManager, recorder: recorder,
+	return &writer[T, AC]{kind: kind, reasons: reasons, client: client, fieldManager: fieldManager,
 		newApplyConfiguration: newApplyConfiguration, extract: extract, clearStatus: clearStatus}
 }
 
@@ -141,7 +147,7 @@ func (w *writer[T, AC]) applyConfiguration(desired T, uid types.UID) (*AC, error
 func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live, desired T, r *report, fix string) (bool, error) {
 	var zero T
 	if live == zero {
-		return false, w.create(ctx, svc, desired)
+		return false, w.create(ctx, svc, desired, r)
 	}
 	if !isControlledBy(live, svc) {
 		r.warn(w.reasons.exists, "", fmt.Sprintf("%s %s/%s exists and is not controlled by this Service (%s); it is left untouched. %s",
@@ -156,7 +162,7 @@ func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live,
 		klog.FromContext(ctx).Info("Cannot tell which fields of the "+w.kind+" are ours; re-applying", "err", err)
 	}
 	if needs {
-		if err := w.update(ctx, svc, desired, live); err != nil {
+		if err := w.update(ctx, svc, desired, live, r); err != nil {
 			return false, err
 		}
 	}
@@ -247,7 +253,7 @@ func (w *writer[T, AC]) createdAs(live T, svc *corev1.Service) bool {
 // gone).
 func (w *writer[T, AC]) forget(key types.NamespacedName) { w.created.Delete(key) }
 
-func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired T) error {
+func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired T, r *report) error {
 	obj, err := w.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{FieldManager: w.fieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		klog.FromContext(ctx).V(2).Info(w.kind+" exists already; waiting for it to reach the cache", w.logKey(), klog.KObj(desired))
@@ -264,11 +270,11 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 		})
 	}
 	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
-	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.created, "Created %s %s", w.kind, desired.GetName())
+	r.wrote(w.reasons.created, fmt.Sprintf("Created %s %s", w.kind, desired.GetName()))
 	return nil
 }
 
-func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired, live T) error {
+func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired, live T, r *report) error {
 	if _, ok := ownEntry(live, w.fieldManager, metav1.ManagedFieldsOperationUpdate); ok {
 		done, err := w.upgradeOwnership(ctx, svc, live)
 		if err != nil || !done {
@@ -283,7 +289,7 @@ func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired
 		return fmt.Errorf("updating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	klog.FromContext(ctx).Info("Updated "+w.kind, w.logKey(), klog.KObj(desired))
-	w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.updated, "Updated %s %s", w.kind, desired.GetName())
+	r.wrote(w.reasons.updated, fmt.Sprintf("Updated %s %s", w.kind, desired.GetName()))
 	return nil
 }
 
@@ -337,10 +343,10 @@ func (w *writer[T, AC]) upgradeOwnership(ctx context.Context, svc *corev1.Servic
 }
 
 // delete deletes obj with its UID as a precondition, so that a replacement
-// created meanwhile is never deleted. svc, when not nil, gets an Event. An
-// object being deleted already is left to its finalizers: deleting it again
-// would change nothing but repeat the Event on every sync.
-func (w *writer[T, AC]) delete(ctx context.Context, svc *corev1.Service, obj T, why string) error {
+// created meanwhile is never deleted, and reports it in r. An object being
+// deleted already is left to its finalizers: deleting it again would change
+// nothing but repeat the Event on every sync.
+func (w *writer[T, AC]) delete(ctx context.Context, obj T, why string, r *report) error {
 	if isBeingDeleted(obj) {
 		return nil
 	}
@@ -354,8 +360,167 @@ func (w *writer[T, AC]) delete(ctx context.Context, svc *corev1.Service, obj T, 
 		return fmt.Errorf("deleting %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	klog.FromContext(ctx).Info("Deleted "+w.kind, w.logKey(), klog.KObj(obj), "reason", why)
-	if svc != nil {
-		w.recorder.Eventf(svc, corev1.EventTypeNormal, w.reasons.deleted, "Deleted %s %s: %s", w.kind, obj.GetName(), why)
+	r.wrote(w.reasons.deleted, fmt.Sprintf("Deleted %s %s: %s", w.kind, obj.GetName(), why))
+	return nil
+}
+
+// ApplyConfiguration returns the server-side-apply configuration of desired:
+// exactly the fields this controller manages (name, namespace, labels,
+// annotations, owner references and spec; never status), as ExtractIngress
+// returns them after it was applied.
+func ApplyConfiguration(desired *networkingv1.Ingress) (*networkingv1ac.IngressApplyConfiguration, error) {
+	return ingressWriter(nil, "").applyConfiguration(desired, "")
+}
+
+// A new Ingress is a create; changes are server-side applies (patch); the
+// first change after a create reads the Ingress afresh (get) and moves the
+// create's field ownership to the apply (a JSON patch); delete when the
+// annotation or the Service goes.
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;create;patch;delete
+
+// ingressWriter is the write path of Ingresses (client may be nil for
+// needsUpdate alone).
+func ingressWriter(client networkingv1client.NetworkingV1Interface, fieldManager string) *writer[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
+	ingresses := func(namespace string) typedClient[*networkingv1.Ingress] {
+		return client.Ingresses(namespace)
+	}
+	return newWriter("Ingress", writeReasons{ReasonIngressCreated, ReasonIngressUpdated, ReasonIngressDeleted, ReasonIngressExists}, ingresses, fieldManager, networkingv1ac.Ingress, extractIngress,
+		func(ac *networkingv1ac.IngressApplyConfiguration) { ac.Status = nil })
+}
+
+// HTTPRoutes are written as Ingresses are (see ingressWriter).
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;create;patch;delete
+
+// routeWriter is the write path of HTTPRoutes (client may be nil for
+// needsUpdate alone).
+func routeWriter(client gatewayv1client.GatewayV1Interface, fieldManager string) *writer[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
+	routes := func(namespace string) typedClient[*gatewayv1.HTTPRoute] {
+		return client.HTTPRoutes(namespace)
+	}
+	return newWriter("HTTPRoute", writeReasons{ReasonHTTPRouteCreated, ReasonHTTPRouteUpdated, ReasonHTTPRouteDeleted, ReasonHTTPRouteExists}, routes, fieldManager, gatewayv1ac.HTTPRoute, extractHTTPRoute,
+		func(ac *gatewayv1ac.HTTPRouteApplyConfiguration) { ac.Status = nil })
+}
+
+// isControlledBy reports whether obj's controller OwnerReference is svc:
+// apiVersion v1, kind Service, and svc's UID (a Service deleted and
+// recreated under the same name does not control the old one's objects).
+func isControlledBy(obj metav1.Object, svc *corev1.Service) bool {
+	if obj == nil || svc == nil {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && isServiceRef(ref) && ref.UID == svc.UID
+}
+
+func isServiceRef(ref *metav1.OwnerReference) bool {
+	return ref.Kind == "Service" && ref.APIVersion == corev1.SchemeGroupVersion.String()
+}
+
+// isBeingDeleted reports whether obj has a deletionTimestamp: a finalizer
+// holds it while what serves it is torn down, and its status (an address,
+// Accepted=True) still shows what it was. It is never the new home of a
+// Service that moves, and never deleted again.
+func isBeingDeleted(obj metav1.Object) bool { return obj.GetDeletionTimestamp() != nil }
+
+// extractIngress is networkingv1ac.ExtractIngress, on the schema of the
+// types an Ingress reaches (zz_generated.schema.go) instead of every
+// built-in type's: the generated function parses the whole embedded schema
+// on first use, megabytes of heap for one type.
+func extractIngress(ing *networkingv1.Ingress, fieldManager string) (*networkingv1ac.IngressApplyConfiguration, error) {
+	t, err := ingressType()
+	if err != nil {
+		return nil, err
+	}
+	ac := &networkingv1ac.IngressApplyConfiguration{}
+	if err := managedfields.ExtractInto(ing, t, fieldManager, ac, ""); err != nil {
+		return nil, err
+	}
+	ac.WithName(ing.Name).WithNamespace(ing.Namespace).WithKind("Ingress").WithAPIVersion("networking.k8s.io/v1")
+	return ac, nil
+}
+
+// extractHTTPRoute is gatewayv1ac.ExtractHTTPRoute, as extractIngress is
+// ExtractIngress.
+func extractHTTPRoute(route *gatewayv1.HTTPRoute, fieldManager string) (*gatewayv1ac.HTTPRouteApplyConfiguration, error) {
+	t, err := httpRouteType()
+	if err != nil {
+		return nil, err
+	}
+	ac := &gatewayv1ac.HTTPRouteApplyConfiguration{}
+	if err := managedfields.ExtractInto(route, t, fieldManager, ac, ""); err != nil {
+		return nil, err
+	}
+	ac.WithName(route.Name).WithNamespace(route.Namespace).WithKind("HTTPRoute").WithAPIVersion("gateway.networking.k8s.io/v1")
+	return ac, nil
+}
+
+var (
+	ingressType   = parseableType(ingressSchemaYAML, "io.k8s.api.networking.v1.Ingress")
+	httpRouteType = parseableType(httpRouteSchemaYAML, "io.k8s.sigs.gateway-api.apis.v1.HTTPRoute")
+)
+
+// parseableType returns a function that parses schema once, on first use,
+// and returns its type name.
+func parseableType(schema, name string) func() (typed.ParseableType, error) {
+	return sync.OnceValues(func() (typed.ParseableType, error) {
+		p, err := typed.NewParser(typed.YAMLObject(schema))
+		if err != nil {
+			return typed.ParseableType{}, fmt.Errorf("parsing the schema of %s: %w", name, err)
+		}
+		t := p.Type(name)
+		if !t.IsValid() {
+			return typed.ParseableType{}, fmt.Errorf("the schema has no type %s", name)
+		}
+		return t, nil
+	})
+}
+
+// urlFieldManager is the field manager of the URL annotation alone, apart
+// from the objects' so that it is plain in managedFields who wrote it.
+const urlFieldManager = "ingress-manager-url"
+
+// The URL is written into one annotation of the Service by a JSON patch that
+// names that annotation alone, with the Service's UID as a test.
+// +kubebuilder:rbac:groups="",resources=services,verbs=patch
+
+// publishURL makes the Service's URL annotation say url ("": none), when
+// the annotation is written at all and says otherwise. The patch touches
+// that one annotation, and only the Service the intent was parsed from; r's
+// events are then of the version it makes.
+func (c *Controller) publishURL(ctx context.Context, svc *corev1.Service, in *Intent, url string, r *report) error {
+	key := c.builder.urlAnnotation
+	if key == "" || url == in.PublishedURL {
+		return nil
+	}
+	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(svc.UID)}}
+	switch {
+	case url == "":
+		ops = append(ops, map[string]any{"op": "test", "path": path, "value": in.PublishedURL}, map[string]any{"op": "remove", "path": path})
+	case len(svc.Annotations) == 0:
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{key: url}})
+	default:
+		ops = append(ops, map[string]any{"op": "add", "path": path, "value": url})
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encoding the URL patch: %w", err)
+	}
+	written, err := c.serviceClient.Services(svc.Namespace).Patch(ctx, svc.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: urlFieldManager})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // gone: nothing to say the URL of
+	case apierrors.IsInvalid(err):
+		// A test failed: the Service is not as cached (a replacement, or
+		// the cache behind our last write); its own update brings it back.
+		klog.FromContext(ctx).V(2).Info("The Service changed since the cache was read; its URL waits for the cache", "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("writing annotation %s of service %s/%s: %w", key, svc.Namespace, svc.Name, err)
+	}
+	klog.FromContext(ctx).Info("Wrote the Service's URL", "annotation", key, "url", url)
+	if written != nil {
+		r.version = written.ResourceVersion
 	}
 	return nil
 }

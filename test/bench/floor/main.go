@@ -95,7 +95,7 @@ func run(ctx context.Context, kubeconfig, namespace, fieldManager string) error 
 				if _, err := ingresses.Lister().Ingresses(svc.Namespace).Get(svc.Name); !apierrors.IsNotFound(err) {
 					continue
 				}
-				desired, err := builder.Desired(svc)
+				desired, err := builder.Parse(svc).Ingress()
 				if err == nil {
 					_, err = client.NetworkingV1().Ingresses(svc.Namespace).Create(ctx, desired, metav1.CreateOptions{FieldManager: fieldManager})
 				}

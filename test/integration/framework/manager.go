@@ -66,7 +66,12 @@ func StartManager(t testing.TB, cfg *rest.Config, o *app.Options) *Manager {
 	cfg = forbidden.wrap(cfg)
 	logger := NewLogger(t)
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	m, err := app.NewManager(ctx, o, cfg)
+	config, err := o.Complete()
+	if err != nil {
+		cancel()
+		t.Fatalf("completing the options: %v", err)
+	}
+	m, err := app.NewManager(ctx, config, cfg)
 	if err != nil {
 		cancel()
 		t.Fatalf("creating the manager: %v", err)

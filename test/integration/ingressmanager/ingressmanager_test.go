@@ -441,18 +441,16 @@ func TestOptions(t *testing.T) {
 	})
 }
 
+// TestBadValuesWarnAndWriteNothing: a bad value is a Warning Event on the
+// Service, and no write, until it is fixed. Each annotation's bad values and
+// reasons are the unit tests' (TestSyncBadValueWarnsThenConverges, and the
+// rendering tests); here one of them, through the API server.
 func TestBadValuesWarnAndWriteNothing(t *testing.T) {
 	tests := []struct {
 		name, key, bad, reason, msg string
 		fix                         *string
 	}{
-		{"host", "ingress/host", "Not_A_Host!", "InvalidHost", "ingress/host", ptr.To("ok.example.com")},
 		{"path", "ingress/path", "no-slash", "InvalidPath", "ingress/path", ptr.To("/ok")},
-		{"path type", "ingress/path-type", "Regex", "InvalidPathType", "ingress/path-type", ptr.To("Prefix")},
-		{"unknown port", "ingress/port", "9999", "UnknownPort", "ingress/port", ptr.To("80")},
-		{"bad json", "ingress/annotations", `{"a":`, "InvalidAnnotations", "ingress/annotations", ptr.To(`{"a": "b"}`)},
-		{"class", "ingress/class", "Bad Class", "InvalidClass", "ingress/class", ptr.To("nginx")},
-		{"tls secret", "ingress/tls-secret", "-bad-", "InvalidTLSSecret", "ingress/tls-secret", ptr.To("good-secret")},
 	}
 	e := setup(t)
 	for i, tc := range tests {

@@ -283,7 +283,11 @@ func TestInvalidCertificateFiles(t *testing.T) {
 			o.Controllers = []string{"pod-logger"}
 			o.MetricsBindAddress = "127.0.0.1:0"
 			o.TLSCertFile, o.TLSPrivateKeyFile = tc.cert, tc.key
-			_, err := app.NewManager(context.Background(), o, framework.AdminConfig())
+			config, err := o.Complete()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = app.NewManager(context.Background(), config, framework.AdminConfig())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("NewManager: err = %v, want one naming %s", err, tc.want)
 			}

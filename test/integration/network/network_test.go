@@ -615,7 +615,11 @@ func TestWrongCredentialsOneClearError(t *testing.T) {
 	o := framework.Options()
 	o.Controllers = []string{"network"}
 	o.NetworkBackendName = "neutron"
-	_, err := app.NewManager(context.Background(), o, framework.Config(framework.AdminConfig()))
+	config, err := o.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.NewManager(context.Background(), config, framework.Config(framework.AdminConfig()))
 	if err == nil || !strings.Contains(err.Error(), "authenticating to Keystone v3 at "+cloud.KeystoneURL) ||
 		!strings.Contains(err.Error(), `user "k8s-controller"`) || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("NewManager with a wrong password = %v, want one error naming Keystone, the user and the 401", err)

@@ -95,7 +95,7 @@ func TestDesiredSeedExample(t *testing.T) {
 	// The seed's my-nginx Service (port 80 named http, annotated
 	// ingress/http: nginx) must yield exactly the seed's Ingress.
 	svc := service(nil, port("http", 80))
-	got, err := mustBuilder(t, Config{}).Desired(svc)
+	got, err := mustBuilder(t, Config{}).Parse(svc).Ingress()
 	if err != nil {
 		t.Fatalf("Desired: %v", err)
 	}
@@ -349,7 +349,7 @@ func TestDesiredOptions(t *testing.T) {
 				ports = seedPorts
 			}
 			svc := service(tc.ann, ports...)
-			got, err := mustBuilder(t, tc.cfg).Desired(svc)
+			got, err := mustBuilder(t, tc.cfg).Parse(svc).Ingress()
 			if err != nil {
 				t.Fatalf("Desired: %v", err)
 			}
@@ -391,7 +391,7 @@ func TestDesiredDisabled(t *testing.T) {
 		service(map[string]string{AnnotationHTTP: "false", AnnotationPort: "nope"}),
 		{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default"}},
 	} {
-		ing, err := b.Desired(svc)
+		ing, err := b.Parse(svc).Ingress()
 		if ing != nil || err != nil {
 			t.Errorf("Desired(disabled) = %v, %v; want nil, nil", ing, err)
 		}
@@ -401,7 +401,7 @@ func TestDesiredDisabled(t *testing.T) {
 func TestDesiredDoesNotMutateService(t *testing.T) {
 	svc := service(map[string]string{AnnotationAnnotations: `{"a": "b"}`, AnnotationTLSSecret: "x"}, port("http", 80))
 	before := svc.DeepCopy()
-	ing, err := mustBuilder(t, Config{IngressClass: "nginx"}).Desired(svc)
+	ing, err := mustBuilder(t, Config{IngressClass: "nginx"}).Parse(svc).Ingress()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,12 +419,12 @@ func TestHostTemplatePerService(t *testing.T) {
 	domain := strings.Repeat("abcdefghi.", 20) + "com"
 	b := mustBuilder(t, Config{HostTemplate: "{{.Name}}-{{.Namespace}}." + domain})
 	svc := service(nil, port("http", 80))
-	ing, err := b.Desired(svc)
+	ing, err := b.Parse(svc).Ingress()
 	if err != nil || ing.Spec.Rules[0].Host != "my-nginx-default."+domain {
 		t.Fatalf("Desired(my-nginx) = %v, %v; want host my-nginx-default.%s", ing, err, domain)
 	}
 	svc.Name = strings.Repeat("n", 60)
-	_, err = b.Desired(svc)
+	_, err = b.Parse(svc).Ingress()
 	var ie *InvalidError
 	if !errors.As(err, &ie) || ie.Reason != ReasonInvalidHostTemplate || len(ie.Problems) != 1 || ie.Problems[0].Annotation != AnnotationHost {
 		t.Fatalf("Desired(long name) error = %v, want one %s problem on %s", err, ReasonInvalidHostTemplate, AnnotationHost)
@@ -624,7 +624,7 @@ func TestDesiredErrors(t *testing.T) {
 			if ports == nil && !tc.none {
 				ports = []corev1.ServicePort{port("http", 80)}
 			}
-			ing, err := mustBuilder(t, tc.cfg).Desired(service(tc.ann, ports...))
+			ing, err := mustBuilder(t, tc.cfg).Parse(service(tc.ann, ports...)).Ingress()
 			if ing != nil {
 				t.Errorf("Desired returned an Ingress with an error: %s", dump.Pretty(ing))
 			}
@@ -664,7 +664,7 @@ func TestDesiredReportsEveryProblemInFixedOrder(t *testing.T) {
 		AnnotationHost:        "a_b",
 	}, port("http", 80))
 	b := mustBuilder(t, Config{})
-	_, err := b.Desired(svc)
+	_, err := b.Parse(svc).Ingress()
 	var ie *InvalidError
 	if !errors.As(err, &ie) {
 		t.Fatalf("error = %v, want *InvalidError", err)
@@ -685,7 +685,7 @@ func TestDesiredReportsEveryProblemInFixedOrder(t *testing.T) {
 	}
 	// Deterministic: the same Service gives the same message (map order must not leak).
 	for range 20 {
-		_, err2 := b.Desired(svc)
+		_, err2 := b.Parse(svc).Ingress()
 		if err2.Error() != err.Error() {
 			t.Fatalf("message not deterministic:\n%s\n%s", err, err2)
 		}
@@ -694,10 +694,10 @@ func TestDesiredReportsEveryProblemInFixedOrder(t *testing.T) {
 
 func TestNewBuilder(t *testing.T) {
 	b := mustBuilder(t, Config{})
-	if b.FieldManager() != DefaultFieldManager {
-		t.Errorf("FieldManager() = %q", b.FieldManager())
+	if b.fieldManager != DefaultFieldManager {
+		t.Errorf("FieldManager() = %q", b.fieldManager)
 	}
-	if got := mustBuilder(t, Config{FieldManager: "mine"}).FieldManager(); got != "mine" {
+	if got := mustBuilder(t, Config{FieldManager: "mine"}).fieldManager; got != "mine" {
 		t.Errorf("FieldManager() = %q", got)
 	}
 	for _, tc := range []struct {
@@ -739,45 +739,37 @@ func TestNewBuilder(t *testing.T) {
 
 func TestOwnership(t *testing.T) {
 	svc := service(nil, port("http", 80))
-	ing, err := mustBuilder(t, Config{}).Desired(svc)
+	ing, err := mustBuilder(t, Config{}).Parse(svc).Ingress()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !IsControlledBy(ing, svc) {
-		t.Error("IsControlledBy(desired, svc) = false")
-	}
-	ref := ControllerOwner(ing)
-	if ref == nil || ref.UID != svc.UID || ref.Kind != "Service" {
-		t.Fatalf("ControllerOwner = %+v", ref)
-	}
-	ref.Name = "mutated"
-	if ing.OwnerReferences[0].Name != "my-nginx" {
-		t.Error("ControllerOwner returned an alias, not a copy")
+	if !isControlledBy(ing, svc) {
+		t.Error("isControlledBy(desired, svc) = false")
 	}
 
 	recreated := svc.DeepCopy()
 	recreated.UID = "another-uid"
-	if IsControlledBy(ing, recreated) {
+	if isControlledBy(ing, recreated) {
 		t.Error("IsControlledBy true for a Service with another UID")
 	}
 
 	other := ing.DeepCopy()
 	other.OwnerReferences[0].Kind = "Deployment"
 	other.OwnerReferences[0].APIVersion = "apps/v1"
-	if IsControlledBy(other, svc) {
+	if isControlledBy(other, svc) {
 		t.Error("IsControlledBy true for a Deployment owner")
 	}
 	notController := ing.DeepCopy()
 	notController.OwnerReferences[0].Controller = ptr.To(false)
-	if IsControlledBy(notController, svc) || ControllerOwner(notController) != nil {
+	if isControlledBy(notController, svc) {
 		t.Error("a non-controller owner reference counts as controller")
 	}
 	wrongVersion := ing.DeepCopy()
 	wrongVersion.OwnerReferences[0].APIVersion = "v2"
-	if IsControlledBy(wrongVersion, svc) {
+	if isControlledBy(wrongVersion, svc) {
 		t.Error("IsControlledBy true for apiVersion v2")
 	}
-	if IsControlledBy(nil, svc) || IsControlledBy(ing, nil) || ControllerOwner(nil) != nil {
+	if isControlledBy(nil, svc) || isControlledBy(ing, nil) {
 		t.Error("nil handling")
 	}
 }

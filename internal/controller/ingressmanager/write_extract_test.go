@@ -78,7 +78,7 @@ func TestExtractMatchesGenerated(t *testing.T) {
 
 	b := mustBuilder(t, Config{Gateway: "gateways/public"})
 	svc := service(map[string]string{AnnotationGatewayListener: "https", AnnotationPath: "/shop", AnnotationAnnotations: `{"a": "b"}`}, port("http", 80))
-	route, _, err := b.DesiredRoute(svc)
+	route, err := b.Parse(svc).HTTPRoute()
 	if err != nil {
 		t.Fatal(err)
 	}

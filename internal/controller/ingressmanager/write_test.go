@@ -107,7 +107,7 @@ func toUnstructured(t testing.TB, obj any) *unstructured.Unstructured {
 
 func needsUpdate(t testing.TB, live, desired *networkingv1.Ingress) bool {
 	t.Helper()
-	got, err := NeedsUpdate(live, desired, manager)
+	got, err := ingressWriter(nil, manager).needsUpdate(live, desired)
 	if err != nil {
 		t.Fatalf("NeedsUpdate: %v", err)
 	}
@@ -129,7 +129,7 @@ func desiredFor(t testing.TB, cfg Config, ann map[string]string, ports ...corev1
 	if len(ports) == 0 {
 		ports = []corev1.ServicePort{port("http", 80)}
 	}
-	ing, err := mustBuilder(t, cfg).Desired(service(ann, ports...))
+	ing, err := mustBuilder(t, cfg).Parse(service(ann, ports...)).Ingress()
 	if err != nil {
 		t.Fatalf("Desired: %v", err)
 	}
@@ -190,7 +190,7 @@ func TestExtractRoundTrip(t *testing.T) {
 			// The live object carries what Desired computed.
 			live := s.get()
 			if live.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number != desired.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number ||
-				!IsControlledBy(live, service(nil)) {
+				!isControlledBy(live, service(nil)) {
 				t.Errorf("live object: %s", dump.Pretty(live))
 			}
 		})
@@ -282,7 +282,7 @@ func TestNeedsUpdate(t *testing.T) {
 			if got, want := live.Spec.Rules, desired.Spec.Rules; !equality.Semantic.DeepEqual(got, want) {
 				t.Errorf("after re-apply rules = %s, want %s", dump.Pretty(got), dump.Pretty(want))
 			}
-			if !IsControlledBy(live, service(nil)) {
+			if !isControlledBy(live, service(nil)) {
 				t.Errorf("after re-apply not controlled by the service: %v", live.OwnerReferences)
 			}
 		})
@@ -313,7 +313,7 @@ func TestNeedsUpdateWithoutOurEntry(t *testing.T) {
 	if !needsUpdate(t, nil, desired) {
 		t.Error("NeedsUpdate(nil live) = false")
 	}
-	if _, err := NeedsUpdate(desired, nil, manager); err == nil {
+	if _, err := ingressWriter(nil, manager).needsUpdate(desired, nil); err == nil {
 		t.Error("NeedsUpdate(nil desired) gave no error")
 	}
 
@@ -331,8 +331,8 @@ func TestNeedsUpdateWithoutOurEntry(t *testing.T) {
 
 	// The Builder method uses the configured field manager.
 	b := mustBuilder(t, Config{FieldManager: "someone-else"})
-	if got, err := b.NeedsUpdate(s.get(), desired); got || err != nil {
-		t.Errorf("Builder.NeedsUpdate = %v, %v; want false, nil", got, err)
+	if got, err := ingressWriter(nil, b.fieldManager).needsUpdate(s.get(), desired); got || err != nil {
+		t.Errorf("needsUpdate with the Builder's field manager = %v, %v; want false, nil", got, err)
 	}
 }
 
@@ -405,7 +405,7 @@ func TestNeedsUpdateCorruptManagedFields(t *testing.T) {
 	s.apply(mustApplyConfiguration(t, desired), manager)
 	live := s.cached()
 	live.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:spec":`)}
-	got, err := NeedsUpdate(live, desired, manager)
+	got, err := ingressWriter(nil, manager).needsUpdate(live, desired)
 	if !got || err == nil || !strings.Contains(err.Error(), manager) {
 		t.Errorf("NeedsUpdate(corrupt) = %v, %v; want true and an error", got, err)
 	}

@@ -117,12 +117,14 @@ func TestDesiredRoute(t *testing.T) {
 				ports = []corev1.ServicePort{port("http", 80)}
 			}
 			svc := service(tc.ann, ports...)
-			got, ignored, err := b.DesiredRoute(svc)
+			in := b.Parse(svc)
+			got, err := in.HTTPRoute()
+			ignored := in.IngressOnly
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.noRoute {
-				if got != nil || b.WantsRoute(svc) {
+				if got != nil || (b.Parse(svc).Target == TargetHTTPRoute) {
 					t.Fatalf("got a route %s, want none", dump.Pretty(got))
 				}
 				return
@@ -166,10 +168,10 @@ func TestDesiredRouteRefusesBadInput(t *testing.T) {
 				ann[k] = v
 			}
 			svc := service(ann, port("http", 80))
-			if !b.WantsRoute(svc) {
+			if !(b.Parse(svc).Target == TargetHTTPRoute) {
 				t.Fatal("a Service with a bad ingress/gateway must still count as asking for a route")
 			}
-			got, _, err := b.DesiredRoute(svc)
+			got, err := b.Parse(svc).HTTPRoute()
 			var invalid *InvalidError
 			if !errors.As(err, &invalid) || invalid.Reason != tc.reason || got != nil {
 				t.Fatalf("DesiredRoute = %v, %v; want no route and an InvalidError %s", got, err, tc.reason)

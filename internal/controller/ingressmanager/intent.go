@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,11 +16,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	netutils "k8s.io/utils/net"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Annotation keys read on a Service.
@@ -48,7 +51,68 @@ const (
 	// AnnotationAnnotations is a JSON object of annotations to put on the
 	// Ingress or HTTPRoute; one dropped from it is removed. Default: none.
 	AnnotationAnnotations = "ingress/annotations"
+	// AnnotationGateway names the Gateway, [<namespace>/]<name>, an HTTPRoute
+	// attaches to; the Service then gets an HTTPRoute instead of an Ingress.
+	// "" keeps the Service on Ingress even when --ingress-gateway is set.
+	AnnotationGateway = "ingress/gateway"
+	// AnnotationGatewayListener sets the parentRef's sectionName: the
+	// Gateway listener the route attaches to.
+	AnnotationGatewayListener = "ingress/gateway-listener"
+	// AnnotationURL is the default of --ingress-url-annotation, the
+	// annotation the controller writes (never reads as a setting) with the
+	// URL the Service is served at, once it is: "https://" with
+	// ingress/tls-secret, else "http://", then the host and the path.
+	AnnotationURL = "ingress/url"
 )
+
+// Reasons of the route's Problems and Warnings (Warning Events).
+const (
+	// ReasonInvalidGateway: ingress/gateway (or --ingress-gateway) is not
+	// [<namespace>/]<name> of valid names.
+	ReasonInvalidGateway = "InvalidGateway"
+	// ReasonInvalidGatewayListener: ingress/gateway-listener is not a valid
+	// listener name.
+	ReasonInvalidGatewayListener = "InvalidGatewayListener"
+	// ReasonUnsupportedPathType: ImplementationSpecific has no portable
+	// meaning in an HTTPRoute.
+	ReasonUnsupportedPathType = "UnsupportedPathType"
+	// ReasonIgnoredForRoute: an annotation that only means something for an
+	// Ingress is set on a Service that gets an HTTPRoute.
+	ReasonIgnoredForRoute = "IgnoredForHTTPRoute"
+)
+
+// routePathChars is the character set the HTTPRoute CRD allows in an Exact
+// or PathPrefix value.
+var routePathChars = regexp.MustCompile(`^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$`)
+
+// GatewayRef names a Gateway.
+type GatewayRef struct {
+	Namespace, Name string
+}
+
+func (g GatewayRef) String() string { return g.Namespace + "/" + g.Name }
+
+// parseGatewayRef parses [<namespace>/]<name>; defaultNamespace fills a
+// missing namespace, and when it is "" the namespace is required. The
+// returned problem text says what is wrong with v.
+func parseGatewayRef(v, defaultNamespace string) (GatewayRef, string) {
+	ns, name, found := strings.Cut(v, "/")
+	if !found {
+		ns, name = defaultNamespace, v
+		if ns == "" {
+			return GatewayRef{}, "has no namespace; write <namespace>/<name>"
+		}
+	}
+	if found {
+		if len(validation.IsDNS1123Label(ns)) > 0 {
+			return GatewayRef{}, fmt.Sprintf("has namespace %s, which is not a valid namespace name (a lower-case DNS label)", quote(ns))
+		}
+	}
+	if why := dnsSubdomainProblem(name); why != "" {
+		return GatewayRef{}, fmt.Sprintf("has name %s, which %s", quote(name), why)
+	}
+	return GatewayRef{Namespace: ns, Name: name}, ""
+}
 
 // Defaults.
 const (
@@ -98,6 +162,9 @@ const (
 	ReasonInvalidAnnotations = "InvalidAnnotations"
 )
 
+// annotationPrefix is the family of the Service annotations this controller reads.
+const annotationPrefix = "ingress/"
+
 // ingressClassAnnotation is the deprecated class annotation the API server
 // refuses when it disagrees with spec.ingressClassName.
 const ingressClassAnnotation = "kubernetes.io/ingress.class"
@@ -111,6 +178,9 @@ type Problem struct {
 	Reason string
 	// Message tells the user what is wrong and how to fix it.
 	Message string
+	// Only is the one rendering the problem concerns (a route ignores the
+	// Ingress class, an Ingress the listener); TargetNone: both.
+	Only Target
 }
 
 // InvalidError reports that a Service's ingress/* annotations (or its ports)
@@ -185,6 +255,10 @@ type Config struct {
 	// cluster serves the Gateway API, while it does not. 0 means
 	// DefaultGatewayAPICheckInterval.
 	GatewayAPICheckInterval time.Duration
+	// URLAnnotation (--ingress-url-annotation) is the Service annotation
+	// the URL is written to once the Service is served. Empty: none is
+	// written.
+	URLAnnotation string
 	// MoveSettle is how long, when a Service moves between Ingress and
 	// HTTPRoute, the old object is kept after the new one is ready (route
 	// Accepted, Ingress with an address), for the data plane to serve the
@@ -192,14 +266,15 @@ type Config struct {
 	MoveSettle time.Duration
 }
 
-// Builder computes desired Ingresses. It is immutable and safe for
-// concurrent use.
+// Builder parses Services into Intents (Parse). It is immutable and safe
+// for concurrent use.
 type Builder struct {
 	hostTemplateText string
 	hostTemplate     hostTemplate
 	ingressClass     string
 	fieldManager     string
-	gateway          *GatewayRef
+	defaultGateway   *GatewayRef
+	urlAnnotation    string
 }
 
 // hostTemplateData is what the host template sees.
@@ -238,11 +313,17 @@ func NewBuilder(cfg Config) (*Builder, error) {
 		}
 	}
 	if cfg.Gateway != "" {
-		ref, why := ParseGatewayRef(strings.TrimSpace(cfg.Gateway), "")
+		ref, why := parseGatewayRef(strings.TrimSpace(cfg.Gateway), "")
 		if why != "" {
 			return nil, fmt.Errorf("invalid default gateway %q: it %s", cfg.Gateway, why)
 		}
-		b.gateway = &ref
+		b.defaultGateway = &ref
+	}
+	if cfg.URLAnnotation != "" {
+		if errs := validation.IsQualifiedName(cfg.URLAnnotation); len(errs) > 0 {
+			return nil, fmt.Errorf("invalid URL annotation %q: %s", cfg.URLAnnotation, strings.Join(errs, "; "))
+		}
+		b.urlAnnotation = cfg.URLAnnotation
 	}
 	if len(b.fieldManager) > 128 {
 		return nil, fmt.Errorf("invalid field manager %q: longer than 128 characters", b.fieldManager)
@@ -255,90 +336,180 @@ func NewBuilder(cfg Config) (*Builder, error) {
 	return b, nil
 }
 
-// FieldManager returns the server-side-apply field manager of the controller.
-func (b *Builder) FieldManager() string { return b.fieldManager }
+// Target is what a Service asks to be exposed by.
+type Target int
 
-// ownedMeta is the metadata of the object a Service makes: the Service's
-// name and namespace, annotations when there are any, and the Service as
-// controller (blockOwnerDeletion: the object goes with the Service).
-func ownedMeta(svc *corev1.Service, annotations map[string]string) metav1.ObjectMeta {
-	meta := metav1.ObjectMeta{
-		Name:            svc.Name,
-		Namespace:       svc.Namespace,
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))},
+const (
+	// TargetNone: the Service has no ingress/http annotation (or "false");
+	// what it made is removed.
+	TargetNone Target = iota
+	// TargetIngress: the Service gets an Ingress.
+	TargetIngress
+	// TargetHTTPRoute: the Service names a Gateway (itself or through
+	// --ingress-gateway) and gets an HTTPRoute, or an Ingress while the
+	// cluster does not serve the Gateway API.
+	TargetHTTPRoute
+)
+
+func (t Target) String() string {
+	switch t {
+	case TargetIngress:
+		return "Ingress"
+	case TargetHTTPRoute:
+		return "HTTPRoute"
 	}
-	if len(annotations) > 0 {
-		meta.Annotations = annotations
-	}
-	return meta
+	return "none"
 }
 
-// Desired returns the Ingress svc should have, or nil and no error when svc
-// does not ask for one (see Enabled): the controller then removes an Ingress
-// it controls.
-//
-// The Ingress has svc's name and namespace, a controller OwnerReference to
-// svc, the annotations of ingress/annotations, and one rule with one path
-// whose backend is svc at the number of the chosen Service port. When an
-// annotation is bad the error is an *InvalidError listing every problem.
-func (b *Builder) Desired(svc *corev1.Service) (*networkingv1.Ingress, error) {
-	if !Enabled(svc) {
-		return nil, nil
+// Intent is what a Service's annotations (and ports) ask for, parsed once:
+// the Ingress and the HTTPRoute are each a rendering of it (Ingress,
+// HTTPRoute). A field whose annotation is bad holds its zero value and a
+// Problem says why.
+type Intent struct {
+	// Target is what exposes the Service. The other fields are empty for
+	// TargetNone.
+	Target Target
+	// Name and Namespace are the Service's, and of what it makes.
+	Name, Namespace string
+	// Owner is the controller reference to the Service.
+	Owner metav1.OwnerReference
+	// Host is the rule host; "" matches every host.
+	Host string
+	// Path and PathType select the requests routed to the Service.
+	Path     string
+	PathType networkingv1.PathType
+	// Port is the number of the Service port requests go to.
+	Port int32
+	// Class is the IngressClass name, "" for none (Ingress only).
+	Class string
+	// TLSSecret is the Secret of the host's certificate, "" for no TLS
+	// (Ingress only).
+	TLSSecret string
+	// Gateway is the Gateway an HTTPRoute attaches to (nil when bad), and
+	// Listener its listener, "" for every one that allows the route
+	// (HTTPRoute only).
+	Gateway  *GatewayRef
+	Listener string
+	// Annotations are those of ingress/annotations, for the object made.
+	Annotations map[string]string
+	// IngressOnly lists the annotations set on the Service that only an
+	// Ingress reads (an HTTPRoute ignores them).
+	IngressOnly []string
+	// URL is where the Service is served once its Ingress or HTTPRoute
+	// serves it; "" when there is no single host to name.
+	URL string
+	// PublishedURL is the URL annotation the Service carries, "" for none
+	// (or when none is written).
+	PublishedURL string
+	// Problems lists every bad setting found, in a fixed order; those of
+	// one rendering only say so (Problem.Only).
+	Problems []Problem
+}
+
+// Parse reads a Service's ingress/* annotations and ports into its Intent.
+// It is the one place that reads them.
+func (b *Builder) Parse(svc *corev1.Service) *Intent {
+	in := &Intent{Target: b.target(svc)}
+	if b.urlAnnotation != "" {
+		in.PublishedURL = svc.Annotations[b.urlAnnotation]
 	}
-	var problems []Problem
-	add := func(p *Problem) {
+	if in.Target == TargetNone {
+		return in
+	}
+	ann := svc.Annotations
+	in.Name, in.Namespace = svc.Name, svc.Namespace
+	in.Owner = *metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))
+	add := func(only Target, p *Problem) {
 		if p != nil {
-			problems = append(problems, *p)
+			p.Only = only
+			in.Problems = append(in.Problems, *p)
 		}
 	}
-
-	host, p := b.host(svc)
-	add(p)
-	pathType, p := parsePathType(svc.Annotations)
-	add(p)
-	path, p := parsePath(svc.Annotations, pathType)
-	add(p)
-	port, p := resolvePort(svc)
-	add(p)
-	class, p := b.class(svc.Annotations)
-	add(p)
-	tlsSecret, p := parseTLSSecret(svc.Annotations)
-	add(p)
-	annotations, p := parseAnnotations(svc.Annotations, class)
-	add(p)
-	if err := newInvalidError(problems); err != nil {
-		return nil, err
+	var p *Problem
+	if in.Target == TargetHTTPRoute {
+		in.Gateway, p = b.parseGateway(svc)
+		add(TargetHTTPRoute, p)
 	}
-
-	ing := &networkingv1.Ingress{ObjectMeta: ownedMeta(svc, annotations)}
-	if class != "" {
-		ing.Spec.IngressClassName = &class
+	in.Listener, p = parseListener(ann)
+	add(TargetHTTPRoute, p)
+	in.Host, p = b.host(svc)
+	add(TargetNone, p)
+	in.PathType, p = parsePathType(ann)
+	add(TargetNone, p)
+	add(TargetHTTPRoute, routePathTypeProblem(in.PathType))
+	in.Path, p = parsePath(ann, in.PathType)
+	add(TargetNone, p)
+	if _, ok := routeMatchType(in.PathType); ok && p == nil {
+		add(TargetHTTPRoute, routePathProblem(in.Path))
 	}
-	ing.Spec.Rules = []networkingv1.IngressRule{{
-		Host: host,
-		IngressRuleValue: networkingv1.IngressRuleValue{
-			HTTP: &networkingv1.HTTPIngressRuleValue{
-				Paths: []networkingv1.HTTPIngressPath{{
-					Path:     path,
-					PathType: &pathType,
-					Backend: networkingv1.IngressBackend{
-						Service: &networkingv1.IngressServiceBackend{
-							Name: svc.Name,
-							Port: networkingv1.ServiceBackendPort{Number: port},
-						},
-					},
-				}},
-			},
-		},
-	}}
-	if tlsSecret != "" {
-		tls := networkingv1.IngressTLS{SecretName: tlsSecret}
-		if host != "" {
-			tls.Hosts = []string{host}
+	in.Port, p = resolvePort(svc)
+	add(TargetNone, p)
+	in.Class, p = b.class(ann)
+	add(TargetIngress, p)
+	in.TLSSecret, p = parseTLSSecret(ann)
+	add(TargetIngress, p)
+	in.Annotations, p = parseAnnotations(ann)
+	add(TargetNone, p)
+	if p == nil {
+		add(TargetIngress, classConflict(in.Annotations, in.Class))
+	}
+	for _, k := range []string{AnnotationClass, AnnotationTLSSecret} {
+		if _, ok := ann[k]; ok {
+			in.IngressOnly = append(in.IngressOnly, k)
 		}
-		ing.Spec.TLS = []networkingv1.IngressTLS{tls}
 	}
-	return ing, nil
+	if b.urlAnnotation != "" && in.Host != "" && !strings.HasPrefix(in.Host, "*") {
+		scheme := "http"
+		if in.TLSSecret != "" {
+			scheme = "https"
+		}
+		in.URL = scheme + "://" + in.Host + in.Path
+	}
+	return in
+}
+
+// invalid returns the problems of the rendering as t, nil when there are none.
+func (in *Intent) invalid(t Target) *InvalidError {
+	var problems []Problem
+	for _, p := range in.Problems {
+		if p.Only == TargetNone || p.Only == t {
+			problems = append(problems, p)
+		}
+	}
+	return newInvalidError(problems)
+}
+
+// target tells what svc asks for. A bad ingress/gateway counts as asking
+// for an HTTPRoute, so that its Warning is given and no Ingress is made in
+// its place.
+func (b *Builder) target(svc *corev1.Service) Target {
+	if !Enabled(svc) {
+		return TargetNone
+	}
+	if ref, p := b.parseGateway(svc); ref != nil || p != nil {
+		return TargetHTTPRoute
+	}
+	return TargetIngress
+}
+
+// serviceInputsEqual reports whether Parse reads the same of a and b besides
+// their identity: the ingress/* annotations and the ports.
+func serviceInputsEqual(a, b *corev1.Service) bool {
+	return maps.Equal(ingressAnnotations(a), ingressAnnotations(b)) && equality.Semantic.DeepEqual(a.Spec.Ports, b.Spec.Ports)
+}
+
+// ingressAnnotations returns the ingress/* annotations of svc.
+func ingressAnnotations(svc *corev1.Service) map[string]string {
+	var out map[string]string
+	for k, v := range svc.Annotations {
+		if strings.HasPrefix(k, annotationPrefix) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // host returns the rule host: ingress/host when present (empty: no host),
@@ -603,19 +774,13 @@ func checkAnnotation(key, v, reason string, check func(string) string, fix strin
 }
 
 // parseAnnotations decodes ingress/annotations, a JSON object of strings.
-// class is the Ingress class in effect, checked against
-// kubernetes.io/ingress.class, which the API server refuses when it differs.
-func parseAnnotations(ann map[string]string, class string) (map[string]string, *Problem) {
+func parseAnnotations(ann map[string]string) (map[string]string, *Problem) {
 	v := strings.TrimSpace(ann[AnnotationAnnotations])
 	if v == "" {
 		return nil, nil
 	}
 	bad := func(format string, args ...any) (map[string]string, *Problem) {
-		return nil, &Problem{
-			Annotation: AnnotationAnnotations,
-			Reason:     ReasonInvalidAnnotations,
-			Message:    fmt.Sprintf("annotation %s: ", AnnotationAnnotations) + fmt.Sprintf(format, args...),
-		}
+		return nil, annotationsProblem(format, args...)
 	}
 	const example = `e.g. {"cert-manager.io/cluster-issuer": "letsencrypt"}`
 	var raw map[string]json.RawMessage
@@ -652,14 +817,29 @@ func parseAnnotations(ann map[string]string, class string) (map[string]string, *
 	if err := apivalidation.ValidateAnnotationsSize(out); err != nil {
 		return bad("the annotations are too large (%v)", err)
 	}
-	if ic, ok := out[ingressClassAnnotation]; ok && class != "" && ic != class {
-		return bad("%s is %s but the Ingress class (ingress/class or --ingress-class) is %s; remove %s or make them equal",
-			ingressClassAnnotation, quote(ic), quote(class), ingressClassAnnotation)
-	}
 	if len(out) == 0 {
 		return nil, nil
 	}
 	return out, nil
+}
+
+func annotationsProblem(format string, args ...any) *Problem {
+	return &Problem{
+		Annotation: AnnotationAnnotations,
+		Reason:     ReasonInvalidAnnotations,
+		Message:    fmt.Sprintf("annotation %s: ", AnnotationAnnotations) + fmt.Sprintf(format, args...),
+	}
+}
+
+// classConflict checks kubernetes.io/ingress.class of ingress/annotations
+// against the Ingress class in effect: the API server refuses an Ingress
+// where they differ.
+func classConflict(annotations map[string]string, class string) *Problem {
+	if ic, ok := annotations[ingressClassAnnotation]; ok && class != "" && ic != class {
+		return annotationsProblem("%s is %s but the Ingress class (ingress/class or --ingress-class) is %s; remove %s or make them equal",
+			ingressClassAnnotation, quote(ic), quote(class), ingressClassAnnotation)
+	}
+	return nil
 }
 
 // jsonErrorText shortens encoding/json errors to what helps a user.
@@ -699,4 +879,79 @@ func quote(v string) string {
 		cut--
 	}
 	return strconv.Quote(v[:cut]) + "..."
+}
+
+// parseGateway returns the Gateway svc's HTTPRoute attaches to, or nil when svc
+// gets an Ingress: ingress/gateway when present ("" means Ingress), else
+// the Builder's default Gateway (--ingress-gateway), if any.
+func (b *Builder) parseGateway(svc *corev1.Service) (*GatewayRef, *Problem) {
+	v, ok := svc.Annotations[AnnotationGateway]
+	if !ok {
+		return b.defaultGateway, nil
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	ref, why := parseGatewayRef(v, svc.Namespace)
+	if why != "" {
+		return nil, &Problem{
+			Annotation: AnnotationGateway,
+			Reason:     ReasonInvalidGateway,
+			Message: fmt.Sprintf("annotation %s: %s %s; set [<namespace>/]<name> of a Gateway (kubectl get gateways -A), or \"\" to keep an Ingress",
+				AnnotationGateway, quote(v), why),
+		}
+	}
+	return &ref, nil
+}
+
+func parseListener(ann map[string]string) (string, *Problem) {
+	return parseName(ann, AnnotationGatewayListener, ReasonInvalidGatewayListener,
+		"set the name of one of the Gateway's listeners (spec.listeners[].name), or remove it to attach to every listener that allows the route")
+}
+
+// routeMatchType maps an Ingress path type to an HTTPRoute path match type.
+func routeMatchType(pathType networkingv1.PathType) (gatewayv1.PathMatchType, bool) {
+	switch pathType {
+	case networkingv1.PathTypePrefix:
+		return gatewayv1.PathMatchPathPrefix, true
+	case networkingv1.PathTypeExact:
+		return gatewayv1.PathMatchExact, true
+	}
+	return "", false
+}
+
+// routePathTypeProblem says that pathType has no HTTPRoute match type.
+// pathType "" (already reported as bad) has no problem.
+func routePathTypeProblem(pathType networkingv1.PathType) *Problem {
+	if _, ok := routeMatchType(pathType); ok || pathType == "" {
+		return nil
+	}
+	return &Problem{
+		Annotation: AnnotationPathType,
+		Reason:     ReasonUnsupportedPathType,
+		Message: fmt.Sprintf("annotation %s: %s has no portable meaning in an HTTPRoute; use Prefix or Exact, or set %s to \"\" to keep an Ingress",
+			AnnotationPathType, pathType, AnnotationGateway),
+	}
+}
+
+// routePathProblem checks what the HTTPRoute CRD refuses in an Exact or
+// PathPrefix value beyond what parsePath checks for an Ingress.
+func routePathProblem(path string) *Problem {
+	bad := func(why string) *Problem {
+		return &Problem{
+			Annotation: AnnotationPath,
+			Reason:     ReasonInvalidPath,
+			Message:    fmt.Sprintf("annotation %s: %s %s in an HTTPRoute", AnnotationPath, quote(path), why),
+		}
+	}
+	switch {
+	case strings.Contains(path, "#"):
+		return bad("must not contain \"#\"")
+	case len(path) > 1024:
+		return bad("must be at most 1024 characters")
+	case !routePathChars.MatchString(path):
+		return bad("may contain only letters, digits, \"-._~!$&'()*+,;=:@/\" and %-escapes")
+	}
+	return nil
 }

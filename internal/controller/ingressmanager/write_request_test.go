@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 )
 
 // TestApplyRequest: the writer's apply sends the same server-side apply as
@@ -26,7 +25,7 @@ func TestApplyRequest(t *testing.T) {
 		return true, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: got.Name, Namespace: got.Namespace}}, nil
 	})
 	ac := mustApplyConfiguration(t, seedConstructIngress(service(nil, port("http", 80))))
-	w := ingressWriter(client.NetworkingV1(), "mgr", nil)
+	w := ingressWriter(client.NetworkingV1(), "mgr")
 	if err := w.apply(context.Background(), *ac.Namespace, *ac.Name, ac); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +52,7 @@ func TestCreatedAs(t *testing.T) {
 	svc := service(nil, port("http", 80))
 	svc.ResourceVersion = "3"
 	desired := seedConstructIngress(svc)
-	w := ingressWriter(client.NetworkingV1(), "mgr", record.NewFakeRecorder(10))
+	w := ingressWriter(client.NetworkingV1(), "mgr")
 	live := func(uid types.UID, rv string) *networkingv1.Ingress {
 		ing := desired.DeepCopy()
 		ing.UID, ing.ResourceVersion = uid, rv
@@ -76,7 +75,7 @@ func TestCreatedAs(t *testing.T) {
 		{"another Service of the same name", live("uid-1", "7"), recreated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := w.create(context.Background(), svc, desired.DeepCopy()); err != nil {
+			if err := w.create(context.Background(), svc, desired.DeepCopy(), &report{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := w.createdAs(tc.live, tc.svc); got != tc.want {

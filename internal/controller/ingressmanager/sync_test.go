@@ -1,0 +1,209 @@
+package ingressmanager
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestSync: the sync seam, sample-controller style: a Service and what the
+// caches hold in, the writes the fake API servers receive and the Events
+// out. One case per branch of the switch on the intent's target.
+func TestSync(t *testing.T) {
+	type gatewayAPI int
+	const (
+		served gatewayAPI = iota
+		notServed
+		notAnswered
+	)
+	foreign := func(ing *networkingv1.Ingress) {
+		ing.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "d", Controller: ptr.To(true)}}
+	}
+	for _, tc := range []struct {
+		name       string
+		ann        map[string]string
+		disabled   bool
+		deleting   bool
+		gatewayAPI gatewayAPI
+		ingress    func(*networkingv1.Ingress) // the Ingress cached, nil for none
+		want       []string                    // writes
+		events     []string                    // Event reasons
+	}{
+		{name: "a new Service gets its Ingress",
+			want: []string{"create ingresses"}, events: []string{ReasonIngressCreated}},
+		{name: "a converged Ingress costs no write", ingress: func(*networkingv1.Ingress) {}},
+		{name: "no ingress/http: its Ingress goes", disabled: true, ingress: func(*networkingv1.Ingress) {},
+			want: []string{"delete ingresses"}, events: []string{ReasonIngressDeleted}},
+		{name: "no ingress/http and nothing made: nothing", disabled: true},
+		{name: "a bad annotation: nothing written, one Warning",
+			ann: map[string]string{AnnotationPath: "api"}, events: []string{ReasonInvalidPath}},
+		{name: "someone else's Ingress in the way: left alone, one Warning", ingress: foreign,
+			events: []string{ReasonIngressExists}},
+		{name: "a Service being deleted: its objects are the garbage collector's", deleting: true},
+		{name: "on a Gateway: an HTTPRoute, the Ingress kept until it is accepted",
+			ann: map[string]string{AnnotationGateway: "gw"}, ingress: func(*networkingv1.Ingress) {},
+			want: []string{"create httproutes"}, events: []string{ReasonHTTPRouteCreated}},
+		{name: "on a Gateway, with Ingress-only annotations: the route, and a Warning that they are ignored",
+			ann:  map[string]string{AnnotationGateway: "gw", AnnotationClass: "Bad_Class", AnnotationTLSSecret: "cert"},
+			want: []string{"create httproutes"}, events: []string{ReasonIgnoredForRoute, ReasonHTTPRouteCreated}},
+		{name: "on an Ingress, a route-only problem does not matter",
+			ann:  map[string]string{AnnotationPathType: "ImplementationSpecific", AnnotationGatewayListener: "Bad_Listener"},
+			want: []string{"create ingresses"}, events: []string{ReasonIngressCreated}},
+		{name: "a bad ingress/gateway: nothing written, one Warning",
+			ann: map[string]string{AnnotationGateway: "Bad_Gateway"}, events: []string{ReasonInvalidGateway}},
+		{name: "on a Gateway while the Gateway API is not served: an Ingress, and a Warning",
+			ann: map[string]string{AnnotationGateway: "gw"}, gatewayAPI: notServed,
+			want: []string{"create ingresses"}, events: []string{ReasonGatewayAPINotInstalled, ReasonIngressCreated}},
+		{name: "a bad ingress/gateway while the Gateway API is not served: an Ingress, and a Warning",
+			ann: map[string]string{AnnotationGateway: "Bad_Gateway"}, gatewayAPI: notServed,
+			want: []string{"create ingresses"}, events: []string{ReasonGatewayAPINotInstalled, ReasonIngressCreated}},
+		{name: "on a Gateway before the Gateway API's first answer: held back",
+			ann: map[string]string{AnnotationGateway: "gw"}, gatewayAPI: notAnswered},
+		{name: "on an Ingress before the Gateway API's first answer: not held back", gatewayAPI: notAnswered,
+			want: []string{"create ingresses"}, events: []string{ReasonIngressCreated}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			switch tc.gatewayAPI {
+			case notServed:
+				f.c.gateway.routes.Store(nil)
+			case notAnswered:
+				f.c.gateway.routes.Store(nil)
+				f.c.gateway.known.Store(false)
+			}
+			svc := service(tc.ann, port("http", 80))
+			svc.ResourceVersion = "1"
+			if tc.ingress != nil {
+				f.addIngress(service(nil, port("http", 80)), tc.ingress)
+			}
+			if tc.disabled {
+				delete(svc.Annotations, AnnotationHTTP)
+			}
+			if tc.deleting {
+				svc.DeletionTimestamp = &metav1.Time{}
+			}
+			f.syncExpecting(svc, tc.want)
+			if got := f.reasons(); !slices.Equal(got, tc.events) {
+				t.Errorf("Events = %q, want %q", got, tc.events)
+			}
+		})
+	}
+}
+
+// TestSyncEventsOnePath: every Event of a sync leaves by the de-duplicating
+// path, writes included: a resync repeats no Warning, each write is told,
+// and a stale object's deletion is told on the Service that replaced it.
+func TestSyncEventsOnePath(t *testing.T) {
+	f := newSyncFixture(t)
+	svc := service(map[string]string{AnnotationPath: "api"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addService(svc, true)
+	for range 3 {
+		if err := f.sync(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.reasons(); !slices.Equal(got, []string{ReasonInvalidPath}) {
+		t.Errorf("Events over 3 syncs = %q, want one %s", got, ReasonInvalidPath)
+	}
+
+	// A write is told each time it happens, and not remembered: an Ingress
+	// deleted behind the cache's back and made again is told twice.
+	f = newSyncFixture(t)
+	svc = service(nil, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addService(svc, true)
+	for range 2 {
+		if err := f.sync(svc); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.kube.NetworkingV1().Ingresses(svc.Namespace).Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := f.reasons(), []string{ReasonIngressCreated, ReasonIngressCreated}; !slices.Equal(got, want) {
+		t.Errorf("Events = %q, want %q", got, want)
+	}
+	if n := len(f.c.notes.sent); n != 0 {
+		t.Errorf("%d Services with Events remembered, want none: writes are not de-duplicated", n)
+	}
+
+	// The Service deleted and recreated under its name, while the cache
+	// still holds the old one's Ingress.
+	f = newSyncFixture(t)
+	old := service(nil, port("http", 80))
+	f.addIngress(old, nil)
+	recreated := service(nil, port("http", 80))
+	recreated.UID, recreated.ResourceVersion = "another-uid", "2"
+	f.syncExpecting(recreated, []string{"delete ingresses", "create ingresses"})
+	if got, want := f.reasons(), []string{ReasonIngressDeleted, ReasonIngressCreated}; !slices.Equal(got, want) {
+		t.Errorf("Events = %q, want %q", got, want)
+	}
+}
+
+// TestSyncStoppedEarlyForgetsNothing: a sync that stops before looking at
+// what the Service asks for (here: the Gateway API's answer awaited) does
+// not forget the Warnings said before, so they are not repeated.
+func TestSyncStoppedEarlyForgetsNothing(t *testing.T) {
+	f := newSyncFixture(t)
+	svc := service(map[string]string{AnnotationGateway: "gw", AnnotationPath: "api"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addService(svc, true)
+	sync := func() {
+		t.Helper()
+		if err := f.sync(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync()
+	f.c.gateway.known.Store(false)
+	sync()
+	f.c.gateway.known.Store(true)
+	sync()
+	if got := f.reasons(); !slices.Equal(got, []string{ReasonInvalidPath}) {
+		t.Errorf("Events = %q, want one %s", got, ReasonInvalidPath)
+	}
+}
+
+// TestSyncBadValueWarnsThenConverges: a bad value of each annotation is
+// told once, as a Warning of its reason, writes nothing and is not retried
+// (the sync returns no error); fixing it converges.
+func TestSyncBadValueWarnsThenConverges(t *testing.T) {
+	for _, tc := range []struct {
+		key, bad, fix, reason string
+	}{
+		{AnnotationHost, "Not_A_Host!", "ok.example.com", ReasonInvalidHost},
+		{AnnotationPath, "no-slash", "/ok", ReasonInvalidPath},
+		{AnnotationPathType, "Regex", "Prefix", ReasonInvalidPathType},
+		{AnnotationPort, "9999", "80", ReasonUnknownPort},
+		{AnnotationAnnotations, `{"a":`, `{"a": "b"}`, ReasonInvalidAnnotations},
+		{AnnotationClass, "Bad Class", "nginx", ReasonInvalidClass},
+		{AnnotationTLSSecret, "-bad-", "good-secret", ReasonInvalidTLSSecret},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			f := newSyncFixture(t)
+			svc := service(map[string]string{tc.key: tc.bad}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.syncExpecting(svc, nil)
+			if got := f.reasons(); !slices.Equal(got, []string{tc.reason}) {
+				t.Errorf("Events = %q, want one %s", got, tc.reason)
+			}
+			fixed := svc.DeepCopy()
+			fixed.Annotations[tc.key], fixed.ResourceVersion = tc.fix, "2"
+			if err := f.c.services.Update(fixed); err != nil {
+				t.Fatal(err)
+			}
+			f.clearActions()
+			if err := f.sync(fixed); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := f.writes(), []string{"create ingresses"}; !slices.Equal(got, want) {
+				t.Errorf("writes once fixed = %q, want %q", got, want)
+			}
+		})
+	}
+}
