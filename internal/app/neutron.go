@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gophercloud/gophercloud/v2"
-
 	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 )
@@ -21,9 +19,5 @@ func newNeutronBackend(ctx context.Context, managedBy string) (network.Backend, 
 }
 
 // validateNeutronManagedBy checks v by the Neutron backend's own rules (the
-// tag it makes of v): given a client, the backend checks them and connects
-// to nothing.
-func validateNeutronManagedBy(v string) error {
-	_, err := neutron.New(context.Background(), neutron.Options{ManagedBy: v, ServiceClient: &gophercloud.ServiceClient{}})
-	return err
-}
+// tag it makes of v).
+func validateNeutronManagedBy(v string) error { return neutron.ValidateManagedBy(v) }

@@ -170,7 +170,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if b.timeout <= 0 {
 		b.timeout = DefaultRequestTimeout
 	}
-	if err := validateTag(ManagedByTagPrefix + b.managedBy); err != nil {
+	if err := ValidateManagedBy(b.managedBy); err != nil {
 		return nil, fmt.Errorf("invalid ManagedBy %q: %w", b.managedBy, err)
 	}
 	if b.client != nil {
@@ -384,6 +384,10 @@ func uidFromTags(tags []string) types.UID {
 
 // maxTagLength is the tag length limit of older Neutron releases.
 const maxTagLength = 60
+
+// ValidateManagedBy checks a managed-by value as Neutron will take it in
+// a tag.
+func ValidateManagedBy(v string) error { return validateTag(ManagedByTagPrefix + v) }
 
 func validateTag(tag string) error {
 	if len(tag) > maxTagLength {
