@@ -363,6 +363,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
+	if msg := unimplemented(cached.Spec); msg != "" {
+		// Creating a network for a spec that asks to import, observe or
+		// leave one behind would do what it asked not to.
+		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonInvalidSpec, msg, nil, true)
+		return nil
+	}
+
 	if up, message := c.state.waitUnlessUp(key); !up {
 		return c.waitForBackend(ctx, cached, message)
 	}
@@ -399,6 +406,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		fmt.Sprintf("Network %s and subnet %s provisioned", got.NetworkID, got.SubnetID), got, false)
 }
 
+// unimplemented returns why the controller cannot serve spec yet, or "".
+func unimplemented(spec samplecrdv1.NetworkSpec) string {
+	switch {
+	case spec.Import != nil || spec.Policy() != samplecrdv1.ManagementPolicyManaged:
+		return "import and managementPolicy: Unmanaged are not implemented by this controller version: nothing was looked up, created or changed in the backend; delete the Network, or upgrade the controller"
+	case spec.Detach():
+		return "onDelete: Detach is not implemented by this controller version: use onDelete: Delete, or upgrade the controller"
+	}
+	return ""
+}
+
 // finalize deletes the backend network of a Network being deleted, then
 // releases the finalizer.
 func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) error {
@@ -407,6 +425,13 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	if msg := unimplemented(cached.Spec); msg != "" {
+		// Deleting would lose what the spec asked to keep; an edit of the
+		// spec (onDelete: Delete) queues it again.
+		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonDeleting,
+			"The backend network is kept and the finalizer holds the Network: "+msg, nil, true)
+		return nil
+	}
 	if up, message := c.state.waitUnlessUp(cache.MetaObjectToName(cached)); !up {
 		return c.waitForBackend(ctx, cached, message)
 	}

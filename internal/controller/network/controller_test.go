@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,13 +28,30 @@ import (
 // A Network stored before the API server validated specs (or written around
 // it) must not reach the backend: Ready=False InvalidSpec, a Warning Event,
 // no backend write, no retry loop.
+// So must a spec asking for what this controller does not do yet
+// (import, Unmanaged, Detach): nothing is created, adopted or deleted.
 func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		spec       samplecrdv1.NetworkSpec
+	}{
+		{name: "invalid", want: "Invalid spec", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.1/8", Gateway: "192.168.0.1"}},
+		{name: "import", want: "not implemented", spec: samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{NetworkID: "n1"}}},
+		{name: "unmanaged", want: "not implemented", spec: samplecrdv1.NetworkSpec{
+			ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Name: "x"}}}},
+		{name: "detach", want: "not implemented", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1", OnDelete: samplecrdv1.OnDeleteDetach}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testStoredSpecNeverReachesTheBackend(t, tc.spec, tc.want) })
+	}
+}
+
+func testStoredSpecNeverReachesTheBackend(t *testing.T, spec samplecrdv1.NetworkSpec, want string) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bad := &samplecrdv1.Network{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad", UID: "u1", Finalizers: []string{network.Finalizer}},
-		Spec:       samplecrdv1.NetworkSpec{CIDR: "10.0.0.1/8", Gateway: "192.168.0.1"},
+		Spec:       spec,
 	}
 	client := fake.NewClientset(bad)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
@@ -52,10 +70,11 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 			return false, err
 		}
 		cond = meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == samplecrdv1.ReasonInvalidSpec, nil
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == samplecrdv1.ReasonInvalidSpec &&
+			strings.Contains(cond.Message, want), nil
 	})
 	if err != nil {
-		t.Errorf("Ready = %+v, want False/InvalidSpec", cond)
+		t.Errorf("Ready = %+v, want False/InvalidSpec saying %q", cond, want)
 	}
 	cancel()
 	<-done
@@ -176,5 +195,47 @@ func TestCreateNewOnlyForTheFirstAttemptAfterTheFinalizer(t *testing.T) {
 				t.Errorf("create calls = %v, want %v", backend.calls, tc.want)
 			}
 		})
+	}
+}
+
+// A Network switched to onDelete: Detach before this controller version
+// implements it keeps its backend network when deleted: the finalizer
+// holds the Network and says why, nothing is deleted.
+func TestUnimplementedDetachKeepsTheBackendNetwork(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	if _, err := mem.Create(ctx, network.Network{UID: "u1", Namespace: "ns", Name: "keep", CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	obj := &samplecrdv1.Network{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keep", UID: "u1", Finalizers: []string{network.Finalizer}, DeletionTimestamp: &now},
+		Spec:       samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1", OnDelete: samplecrdv1.OnDeleteDetach},
+	}
+	client := fake.NewClientset(obj)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	recorder := record.NewFakeRecorder(10)
+	done := runController(ctx, t, client, factory, recorder, mem)
+	var got *samplecrdv1.Network
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if got, err = client.SamplecrdV1().Networks("ns").Get(ctx, "keep", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
+		return c != nil && c.Reason == samplecrdv1.ReasonDeleting && strings.Contains(c.Message, "onDelete: Detach is not implemented"), nil
+	})
+	if err != nil {
+		t.Fatalf("Network = %+v, want Ready=False Deleting saying Detach is not implemented", got)
+	}
+	cancel()
+	<-done
+	if !slices.Contains(got.Finalizers, network.Finalizer) {
+		t.Error("the finalizer was released")
+	}
+	if s := mem.Stats(); s.Deletes != 0 || len(mem.Objects()) != 1 {
+		t.Errorf("backend saw %+v and holds %v, want the network kept", s, mem.Objects())
 	}
 }
