@@ -69,6 +69,35 @@ type Backend interface {
 	// controller (complete or not), for garbage collection of the ones whose
 	// Network no longer exists.
 	List(ctx context.Context) ([]Network, error)
+
+	// Import returns the existing backend network ref names, with its
+	// subnet: the one whose CIDR is desired.CIDR when that is set, else its
+	// only one (several, or none with that CIDR, is a permanent
+	// ReasonBackendRejected error naming them). A network that is not there
+	// wraps ErrNotFound. The result carries desired's UID, Namespace and
+	// Name.
+	//
+	// With adopt (a Managed Network) it then marks the network and subnet
+	// as desired.UID's, as Create marks what it creates, so every other
+	// method treats them as created for it; it writes only those marks,
+	// none when they are there already (Existed is then set). It refuses,
+	// with a permanent ReasonBackendRejected error, a network or subnet
+	// another Network or another controller marked: never steal. Without
+	// adopt (Unmanaged) it only reads, whoever marked the network.
+	Import(ctx context.Context, desired Network, ref Ref, adopt bool) (*Network, error)
+}
+
+// Ref names an existing backend network to import: by ID.
+type Ref struct {
+	NetworkID string
+}
+
+// String identifies r in messages.
+func (r Ref) String() string { return "network " + r.NetworkID }
+
+// RefOf returns the Ref of an import spec.
+func RefOf(imp *samplecrdv1.NetworkImport) Ref {
+	return Ref{NetworkID: imp.NetworkID}
 }
 
 // Network is a backend network as the controller sees it.

@@ -78,6 +78,11 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"OverlappingCIDR", testOverlap},
 		{"Concurrent", testConcurrent},
 		{"CancelledContext", testCancelled},
+		{"ImportUnmanagedOnlyReads", testImportUnmanaged},
+		{"ImportManagedAdopts", testImportManaged},
+		{"ImportPicksTheSubnetOfTheCIDR", testImportCIDR},
+		{"ImportMissing", testImportMissing},
+		{"ImportNeverSteals", testImportNeverSteals},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -531,4 +536,136 @@ func testCancelled(t *testing.T, ctx context.Context, s Setup) {
 		t.Fatalf("List past its deadline = %v, want a transient error", err)
 	}
 	checkNotFound(t, ctx, s.Backend, d.UID)
+}
+
+// foreign adds a foreign network for an import test, skipping t when the
+// backend cannot hold one.
+func foreign(t *testing.T, s Setup, name, cidr, gateway string) string {
+	t.Helper()
+	if s.AddForeign == nil || s.ForeignIntact == nil {
+		t.Skip("the backend cannot hold foreign networks")
+	}
+	return s.AddForeign(t, name, cidr, gateway)
+}
+
+func testImportUnmanaged(t *testing.T, ctx context.Context, s Setup) {
+	id := foreign(t, s, "provider", "172.18.0.0/24", "172.18.0.1")
+	d := desired(1, "", "")
+	before := writes(s)
+	for i := range 2 {
+		got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+		if err != nil {
+			t.Fatalf("Import #%d: %v", i, err)
+		}
+		checkMatches(t, "Import", got, network.Network{UID: d.UID, Namespace: d.Namespace, Name: d.Name, CIDR: "172.18.0.0/24", Gateway: "172.18.0.1"})
+		if got.NetworkID != id {
+			t.Fatalf("Import returned network %s, want %s", got.NetworkID, id)
+		}
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("an Unmanaged import made %d writes, want none", w)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List = %v, want nothing: an observed network is not ours", uids)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if err := s.ForeignIntact(t, id, "172.18.0.0/24", "172.18.0.1"); err != nil {
+		t.Fatalf("the observed network was touched: %v", err)
+	}
+}
+
+func testImportManaged(t *testing.T, ctx context.Context, s Setup) {
+	id := foreign(t, s, "made-by-terraform", "172.18.1.0/24", "172.18.1.1")
+	d := desired(1, "172.18.1.0/24", "172.18.1.1")
+	got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, true)
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	checkMatches(t, "Import", got, d)
+	if got.Existed {
+		t.Error("the first adoption says it existed")
+	}
+	before := writes(s)
+	again, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, true)
+	if err != nil || !again.Existed || again.NetworkID != id {
+		t.Fatalf("Import again = %+v, %v; want the same network, Existed", again, err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("adopting an adopted network made %d writes, want none", w)
+	}
+	// Adopted, it is the Network's like one created for it.
+	checkMatches(t, "Get of an adopted network", mustGet(t, ctx, s.Backend, d.UID), d)
+	if uids := listUIDs(t, ctx, s.Backend); !slices.Equal(uids, []types.UID{d.UID}) {
+		t.Fatalf("List = %v, want the adopted %s", uids, d.UID)
+	}
+	list, _ := s.Backend.List(ctx)
+	if len(list) != 1 || list[0].Namespace != d.Namespace || list[0].Name != d.Name {
+		t.Fatalf("List = %+v, want it to name %s/%s (garbage collection reads it back)", list, d.Namespace, d.Name)
+	}
+	if _, err := s.Backend.UpdateGateway(ctx, *got, "172.18.1.254"); err != nil {
+		t.Fatalf("UpdateGateway: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if _, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false); !network.IsNotFound(err) {
+		t.Fatalf("Import after Delete: %v, want not found", err)
+	}
+}
+
+func testImportCIDR(t *testing.T, ctx context.Context, s Setup) {
+	id := foreign(t, s, "provider", "172.18.2.0/24", "172.18.2.1")
+	d := desired(1, "172.18.3.0/24", "")
+	_, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+		t.Fatalf("Import asking for a cidr the network has no subnet of: %v, want a permanent BackendRejected error", err)
+	}
+	d.CIDR = "172.18.2.0/24"
+	got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+	if err != nil || got.CIDR != "172.18.2.0/24" {
+		t.Fatalf("Import = %+v, %v", got, err)
+	}
+}
+
+func testImportMissing(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "", "")
+	for _, adopt := range []bool{false, true} {
+		got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: "0b7a5f3e-5a1d-4c1e-9a57-2f1f3c0f6d11"}, adopt)
+		if !network.IsNotFound(err) || network.IsPermanent(err) {
+			t.Fatalf("Import(adopt=%v) of a missing network = %+v, %v; want a transient not-found error", adopt, got, err)
+		}
+	}
+}
+
+func testImportNeverSteals(t *testing.T, ctx context.Context, s Setup) {
+	owner := desired(1, "10.31.0.0/24", "10.31.0.1")
+	created := mustCreate(t, ctx, s.Backend, owner)
+	thief := desired(2, "", "")
+	before := writes(s)
+	_, err := s.Backend.Import(ctx, thief, network.Ref{NetworkID: created.NetworkID}, true)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+		t.Fatalf("adopting another Network's network: %v, want a permanent BackendRejected error", err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("a refused adoption made %d writes", w)
+	}
+	checkMatches(t, "the owner's network after a refused adoption", mustGet(t, ctx, s.Backend, owner.UID), owner)
+	checkNotFound(t, ctx, s.Backend, thief.UID)
+	// Observing it (Unmanaged) takes nothing.
+	if _, err := s.Backend.Import(ctx, thief, network.Ref{NetworkID: created.NetworkID}, false); err != nil {
+		t.Fatalf("observing another Network's network: %v", err)
+	}
+}
+
+func mustGet(t *testing.T, ctx context.Context, b network.Backend, uid types.UID) *network.Network {
+	t.Helper()
+	got, err := b.Get(ctx, uid)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", uid, err)
+	}
+	return got
 }

@@ -32,6 +32,7 @@ const (
 	OpUpdateGateway Op = "UpdateGateway"
 	OpDelete        Op = "Delete"
 	OpList          Op = "List"
+	OpImport        Op = "Import"
 )
 
 // FaultFunc is called before every operation (after the latency); a non-nil
@@ -366,4 +367,44 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 	slices.SortFunc(out, func(x, y network.Network) int { return strings.Compare(x.NetworkID, y.NetworkID) })
 	b.stats.Lists++
 	return out, nil
+}
+
+// Import implements network.Backend. Its network has one subnet, so
+// desired.CIDR only has to match it. Adopting counts as an update (the
+// marks Neutron writes as tags).
+func (b *Backend) Import(ctx context.Context, desired network.Network, ref network.Ref, adopt bool) (*network.Network, error) {
+	if err := b.begin(ctx, OpImport, desired.UID); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.objects[ref.NetworkID]
+	if o == nil {
+		return nil, fmt.Errorf("import %s: %w", ref, network.ErrNotFound)
+	}
+	b.stats.Gets++
+	if desired.CIDR != "" && !network.SameCIDR(o.CIDR, desired.CIDR) {
+		return nil, network.Permanent("import "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"it has no subnet with cidr %s (its subnet %s has %s): fix spec.cidr or remove it", desired.CIDR, o.SubnetID, o.CIDR))
+	}
+	n := o.Network
+	if !adopt {
+		n.UID, n.Namespace, n.Name, n.Existed = desired.UID, desired.Namespace, desired.Name, false
+		return &n, nil
+	}
+	if o.Owned {
+		if o.UID != desired.UID {
+			return nil, network.Permanent("import "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+				"it belongs to the Network %s/%s (uid %s): a network is never taken from its owner", o.Namespace, o.Name, o.UID))
+		}
+		n.Existed = true
+		return &n, nil
+	}
+	o.Owned, o.UID, o.Namespace, o.Name = true, desired.UID, desired.Namespace, desired.Name
+	b.byUID[desired.UID] = o.NetworkID
+	b.stats.Updates++
+	klog.FromContext(ctx).Info("[Neutron mock] Adopted network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
+		"networkID", o.NetworkID, "subnetID", o.SubnetID)
+	n = o.Network
+	return &n, nil
 }

@@ -288,8 +288,21 @@ func (b *Backend) tags(n network.Network) []string {
 	if ns, name := parseDescription(b.description(n)); ns == n.Namespace && name == n.Name {
 		return tags
 	}
+	return append(tags, refTags(n)...)
+}
+
+// adoptTags returns the tags that mark an imported network or subnet as
+// n's: its description is not ours, so the namespace and name are always
+// in tags.
+func (b *Backend) adoptTags(n network.Network) []string {
+	return append([]string{b.uidTag(n.UID), b.managedTag()}, refTags(n)...)
+}
+
+// refTags returns the RefTagPrefix tags naming n's namespace and name.
+func refTags(n network.Network) []string {
 	// Parts short enough for the tag length of older Neutron releases.
 	const part = maxTagLength - len(RefTagPrefix) - len("0=")
+	var tags []string
 	ref := n.Namespace + "/" + n.Name
 	for i := 0; ref != ""; i++ {
 		c := min(part, len(ref))
@@ -568,8 +581,13 @@ func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, err
 
 // tag replaces the tags of a network or subnet of n with its tags plus ours.
 func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, n network.Network) ([]string, error) {
+	return b.addTags(ctx, resource, id, existing, b.tags(n))
+}
+
+// addTags replaces the tags of a network or subnet with existing plus add.
+func (b *Backend) addTags(ctx context.Context, resource, id string, existing, add []string) ([]string, error) {
 	tags := slices.Clone(existing)
-	for _, t := range b.tags(n) {
+	for _, t := range add {
 		if !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
@@ -949,6 +967,122 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 		out = append(out, *toNetwork(&nets[i], sub))
 	}
 	return out, nil
+}
+
+// Import implements network.Backend: a GET of the network and a list of
+// its subnets (any project's: a provider network's are the admin's), then,
+// to adopt, a tag write for each of the two not marked yet.
+func (b *Backend) Import(ctx context.Context, desired network.Network, ref network.Ref, adopt bool) (*network.Network, error) {
+	op := "import " + ref.String()
+	if ref.NetworkID == "" {
+		return nil, network.Permanent(op, samplecrdv1.ReasonInvalidSpec, errors.New("no network ID"))
+	}
+	n, err := b.getNetwork(ctx, ref.NetworkID)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	subs, err := b.networkSubnets(ctx, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := pickImported(subs, desired.CIDR)
+	if err != nil {
+		return nil, network.Permanent(op, samplecrdv1.ReasonBackendRejected, err)
+	}
+	out := toNetwork(n, sub)
+	out.UID, out.Namespace, out.Name = desired.UID, desired.Namespace, desired.Name
+	if !adopt {
+		return out, nil
+	}
+	for _, tags := range [][]string{n.Tags, sub.Tags} {
+		if err := b.checkNotOthers(tags, desired.UID); err != nil {
+			return nil, network.Permanent(op, samplecrdv1.ReasonBackendRejected, err)
+		}
+	}
+	out.Existed = true
+	want := b.adoptTags(desired)
+	if !containsAll(n.Tags, want) {
+		if _, err := b.addTags(ctx, "networks", n.ID, n.Tags, want); err != nil {
+			return nil, err
+		}
+		out.Existed = false
+	}
+	if !containsAll(sub.Tags, want) {
+		if _, err := b.addTags(ctx, "subnets", sub.ID, sub.Tags, want); err != nil {
+			return nil, err
+		}
+		out.Existed = false
+	}
+	if !out.Existed {
+		klog.FromContext(ctx).Info("Adopted Neutron network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
+			"networkID", n.ID, "subnetID", sub.ID)
+	}
+	return out, nil
+}
+
+// checkNotOthers fails when tags mark an object as another Network's or
+// another controller's.
+func (b *Backend) checkNotOthers(tags []string, uid types.UID) error {
+	if owner := uidFromTags(tags); owner != "" && owner != uid {
+		return fmt.Errorf("it belongs to another Network (tag %s%s): a network is never taken from its owner; import another network, or delete that Network first", UIDTagPrefix, owner)
+	}
+	for _, t := range tags {
+		if strings.HasPrefix(t, ManagedByTagPrefix) && t != b.managedTag() {
+			return fmt.Errorf("another controller manages it (tag %s, ours is %s): a network is never taken from its owner; use managementPolicy: Unmanaged to observe it", t, b.managedTag())
+		}
+	}
+	return nil
+}
+
+func containsAll(have, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// pickImported returns the subnet of an imported network: the one of cidr
+// when set, else the only one.
+func pickImported(subs []subnets.Subnet, cidr string) (*subnets.Subnet, error) {
+	var ids []string
+	for i := range subs {
+		if cidr != "" && network.SameCIDR(canonicalCIDR(subs[i].CIDR), cidr) {
+			return &subs[i], nil
+		}
+		ids = append(ids, subs[i].ID+" ("+subs[i].CIDR+")")
+	}
+	switch {
+	case cidr != "":
+		return nil, fmt.Errorf("it has no subnet with cidr %s (it has %s): fix spec.cidr or remove it", cidr, orNone(ids))
+	case len(subs) == 1:
+		return &subs[0], nil
+	case len(subs) == 0:
+		return nil, errors.New("it has no subnet: add one to it, or import another network")
+	default:
+		return nil, fmt.Errorf("it has several subnets (%s): set spec.cidr to the one to use", strings.Join(ids, ", "))
+	}
+}
+
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+func (b *Backend) getNetwork(ctx context.Context, id string) (*networks.Network, error) {
+	ctx, cancel := b.request(ctx)
+	defer cancel()
+	return networks.Get(ctx, b.client, id).Extract()
+}
+
+// networkSubnets lists the subnets of a network, whatever their project.
+func (b *Backend) networkSubnets(ctx context.Context, networkID string) ([]subnets.Subnet, error) {
+	ctx, done := b.turn(ctx)
+	defer done()
+	return listAll(ctx, b.timeout, "list subnets", subnets.List(b.client, subnets.ListOpts{NetworkID: networkID}), subnets.ExtractSubnets)
 }
 
 // --- errors ---
