@@ -36,7 +36,7 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 		spec       samplecrdv1.NetworkSpec
 	}{
 		{name: "invalid", want: "Invalid spec", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.1/8", Gateway: "192.168.0.1"}},
-		{name: "import", want: "not implemented", spec: samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{NetworkID: "n1"}}},
+		{name: "import by filter", want: "not implemented", spec: samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Tags: []string{"t"}}}}},
 		{name: "unmanaged", want: "not implemented", spec: samplecrdv1.NetworkSpec{
 			ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Name: "x"}}}},
 		{name: "detach", want: "not implemented", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1", OnDelete: samplecrdv1.OnDeleteDetach}},
@@ -237,5 +237,63 @@ func TestUnimplementedDetachKeepsTheBackendNetwork(t *testing.T) {
 	}
 	if s := mem.Stats(); s.Deletes != 0 || len(mem.Objects()) != 1 {
 		t.Errorf("backend saw %+v and holds %v, want the network kept", s, mem.Objects())
+	}
+}
+
+// An Unmanaged Network only reads the backend: a cidr or gateway that
+// differs is reported (SpecMismatch), never repaired, and deleting the
+// Network releases its finalizer without a backend call.
+func TestUnmanagedImportOnlyReads(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deleting bool
+		gateway  string
+		reason   string
+	}{
+		{name: "matches", gateway: "172.20.0.1", reason: samplecrdv1.ReasonObserved},
+		{name: "gateway differs", gateway: "172.20.0.9", reason: samplecrdv1.ReasonSpecMismatch},
+		{name: "deleted", deleting: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			mem := memory.New()
+			id := mem.AddForeign("provider", "172.20.0.0/24", "172.20.0.1")
+			obj := &samplecrdv1.Network{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "obs", UID: "u1", Finalizers: []string{network.Finalizer}},
+				Spec: samplecrdv1.NetworkSpec{ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, Gateway: tc.gateway,
+					Import: &samplecrdv1.NetworkImport{NetworkID: id}},
+			}
+			if tc.deleting {
+				now := metav1.Now()
+				obj.DeletionTimestamp = &now
+			}
+			client := fake.NewClientset(obj)
+			factory := externalversions.NewSharedInformerFactory(client, 0)
+			done := runController(ctx, t, client, factory, record.NewFakeRecorder(10), mem)
+			err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+				got, err := client.SamplecrdV1().Networks("ns").Get(ctx, "obs", metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				if tc.deleting {
+					return len(got.Finalizers) == 0, nil
+				}
+				c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
+				return c != nil && c.Reason == tc.reason && got.Status.NetworkID == id, nil
+			})
+			if err != nil {
+				t.Fatalf("the Network did not reach %s (deleting: %v): %v", tc.reason, tc.deleting, err)
+			}
+			cancel()
+			<-done
+			if s := mem.Stats(); s.Writes() != 0 || (tc.deleting && s.Gets != 0) {
+				t.Errorf("backend saw %+v, want no write (and no call at all for a deletion)", s)
+			}
+			if o := mem.Objects(); len(o) != 1 || o[0].Owned || o[0].Gateway != "172.20.0.1" {
+				t.Errorf("backend holds %+v, want the observed network unchanged", o)
+			}
+		})
 	}
 }

@@ -340,4 +340,16 @@ const (
 	// ReasonDeleting (Ready=False): the Network is being deleted and the
 	// controller is removing the backend network.
 	ReasonDeleting = "Deleting"
+	// ReasonObserved (Ready=True, Unmanaged): the imported network and
+	// subnet exist and match what the spec expects (cidr, gateway, when
+	// set); the controller only reads them.
+	ReasonObserved = "Observed"
+	// ReasonImportNotFound (Ready=False, transient): the network to import
+	// is not in the backend (not yet, or deleted behind the controller's
+	// back); the controller looks again with backoff and never creates it.
+	ReasonImportNotFound = "ImportNotFound"
+	// ReasonSpecMismatch (Ready=False, Unmanaged): the imported subnet's
+	// cidr or gateway differs from the spec; reported, never repaired: fix
+	// the spec, or the network in the backend.
+	ReasonSpecMismatch = "SpecMismatch"
 )
