@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -87,17 +89,53 @@ type Backend interface {
 	Import(ctx context.Context, desired Network, ref Ref, adopt bool) (*Network, error)
 }
 
-// Ref names an existing backend network to import: by ID.
+// Ref names an existing backend network to import: by ID, or (NetworkID
+// empty) by an exact filter: the same name, byte for byte, when Name is
+// set, and every one of Tags. A filter matching several networks is a
+// permanent ReasonBackendRejected error listing them, never a pick; one
+// matching none wraps ErrNotFound.
 type Ref struct {
 	NetworkID string
+	Name      string
+	Tags      []string
 }
 
 // String identifies r in messages.
-func (r Ref) String() string { return "network " + r.NetworkID }
+func (r Ref) String() string {
+	if r.NetworkID != "" {
+		return "network " + r.NetworkID
+	}
+	return fmt.Sprintf("network named %q with tags %q", r.Name, r.Tags)
+}
+
+// Matches reports whether a network of this name and tags matches r's
+// filter.
+func (r Ref) Matches(name string, tags []string) bool {
+	if r.Name != "" && name != r.Name {
+		return false
+	}
+	for _, t := range r.Tags {
+		if !slices.Contains(tags, t) {
+			return false
+		}
+	}
+	return true
+}
 
 // RefOf returns the Ref of an import spec.
 func RefOf(imp *samplecrdv1.NetworkImport) Ref {
-	return Ref{NetworkID: imp.NetworkID}
+	r := Ref{NetworkID: imp.NetworkID}
+	if f := imp.Filter; f != nil {
+		r.Name, r.Tags = f.Name, slices.Clone(f.Tags)
+	}
+	return r
+}
+
+// ErrAmbiguous returns the error of a filter that matched several
+// networks.
+func ErrAmbiguous(ref Ref, ids []string) error {
+	return Permanent("import "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+		"%d networks match (%s): the controller never picks one; import by networkID, or make the filter match one", len(ids), strings.Join(ids, ", ")))
 }
 
 // Network is a backend network as the controller sees it.

@@ -501,8 +501,6 @@ func orNull(s string) string {
 // unimplemented returns why the controller cannot serve spec yet, or "".
 func unimplemented(spec samplecrdv1.NetworkSpec) string {
 	switch {
-	case spec.Import != nil && spec.Import.NetworkID == "":
-		return "import.filter is not implemented by this controller version: nothing was looked up, created or changed in the backend; import by networkID, or upgrade the controller"
 	case spec.Detach():
 		return "onDelete: Detach is not implemented by this controller version: use onDelete: Delete, or upgrade the controller"
 	}

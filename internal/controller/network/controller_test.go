@@ -29,16 +29,13 @@ import (
 // it) must not reach the backend: Ready=False InvalidSpec, a Warning Event,
 // no backend write, no retry loop.
 // So must a spec asking for what this controller does not do yet
-// (import, Unmanaged, Detach): nothing is created, adopted or deleted.
+// (Detach): nothing is created, adopted or deleted.
 func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
 		spec       samplecrdv1.NetworkSpec
 	}{
 		{name: "invalid", want: "Invalid spec", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.1/8", Gateway: "192.168.0.1"}},
-		{name: "import by filter", want: "not implemented", spec: samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Tags: []string{"t"}}}}},
-		{name: "unmanaged", want: "not implemented", spec: samplecrdv1.NetworkSpec{
-			ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Name: "x"}}}},
 		{name: "detach", want: "not implemented", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1", OnDelete: samplecrdv1.OnDeleteDetach}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testStoredSpecNeverReachesTheBackend(t, tc.spec, tc.want) })
@@ -295,5 +292,54 @@ func TestUnmanagedImportOnlyReads(t *testing.T) {
 				t.Errorf("backend holds %+v, want the observed network unchanged", o)
 			}
 		})
+	}
+}
+
+// An import by filter that matches nothing waits (Ready=False
+// ImportNotFound, retried with the queue's backoff) and binds the network
+// once it appears; one that matches several names them and picks none.
+func TestImportByFilter(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	a := mem.AddForeign("twice", "172.21.0.0/24", "172.21.0.1")
+	b := mem.AddForeign("twice", "172.21.1.0/24", "172.21.1.1")
+	byName := func(name string) *samplecrdv1.Network {
+		return &samplecrdv1.Network{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Finalizers: []string{network.Finalizer}},
+			Spec:       samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Name: name}}},
+		}
+	}
+	client := fake.NewClientset(byName("later"), byName("twice"))
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runController(ctx, t, client, factory, record.NewFakeRecorder(100), mem)
+	waitFor := func(name, reason string, ok func(*samplecrdv1.Network, *metav1.Condition) bool) {
+		t.Helper()
+		var got *samplecrdv1.Network
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			if got, err = client.SamplecrdV1().Networks("ns").Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
+			return c != nil && c.Reason == reason && ok(got, c), nil
+		})
+		if err != nil {
+			t.Fatalf("Network %s = %+v, want Ready reason %s", name, got, reason)
+		}
+	}
+	waitFor("twice", samplecrdv1.ReasonBackendRejected, func(_ *samplecrdv1.Network, c *metav1.Condition) bool {
+		return strings.Contains(c.Message, a) && strings.Contains(c.Message, b)
+	})
+	waitFor("later", samplecrdv1.ReasonImportNotFound, func(*samplecrdv1.Network, *metav1.Condition) bool { return true })
+	id := mem.AddForeign("later", "172.21.2.0/24", "172.21.2.1")
+	waitFor("later", samplecrdv1.ReasonProvisioned, func(n *samplecrdv1.Network, _ *metav1.Condition) bool { return n.Status.NetworkID == id })
+	cancel()
+	<-done
+	for _, o := range mem.Objects() {
+		if o.Owned != (o.NetworkID == id) {
+			t.Errorf("backend object %+v: only %s should be adopted", o, id)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,8 +36,8 @@ type Setup struct {
 
 	// AddForeign adds, behind the backend's back, a network and subnet that
 	// the controller did not create (as an operator or another tool would),
-	// with the given name, and returns an ID for ForeignIntact.
-	AddForeign func(t *testing.T, name, cidr, gateway string) string
+	// with the given name and tags, and returns an ID for ForeignIntact.
+	AddForeign func(t *testing.T, name, cidr, gateway string, tags ...string) string
 	// ForeignIntact returns an error unless the foreign network id still
 	// exists with its subnet, cidr and gateway unchanged.
 	ForeignIntact func(t *testing.T, id, cidr, gateway string) error
@@ -83,6 +84,7 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"ImportPicksTheSubnetOfTheCIDR", testImportCIDR},
 		{"ImportMissing", testImportMissing},
 		{"ImportNeverSteals", testImportNeverSteals},
+		{"ImportByExactFilter", testImportFilter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -540,12 +542,12 @@ func testCancelled(t *testing.T, ctx context.Context, s Setup) {
 
 // foreign adds a foreign network for an import test, skipping t when the
 // backend cannot hold one.
-func foreign(t *testing.T, s Setup, name, cidr, gateway string) string {
+func foreign(t *testing.T, s Setup, name, cidr, gateway string, tags ...string) string {
 	t.Helper()
 	if s.AddForeign == nil || s.ForeignIntact == nil {
 		t.Skip("the backend cannot hold foreign networks")
 	}
-	return s.AddForeign(t, name, cidr, gateway)
+	return s.AddForeign(t, name, cidr, gateway, tags...)
 }
 
 func testImportUnmanaged(t *testing.T, ctx context.Context, s Setup) {
@@ -668,4 +670,40 @@ func mustGet(t *testing.T, ctx context.Context, b network.Backend, uid types.UID
 		t.Fatalf("Get(%s): %v", uid, err)
 	}
 	return got
+}
+
+func testImportFilter(t *testing.T, ctx context.Context, s Setup) {
+	// Names of the test's own: the backend may be shared.
+	name := "app-" + string(uuid.NewUUID())[:8]
+	a, b := "tier="+name, "env=prod"
+	want := foreign(t, s, name, "172.19.0.0/24", "172.19.0.1", a, b)
+	foreign(t, s, name+"-2", "172.19.1.0/24", "172.19.1.1", a, b)                          // shares the prefix
+	foreign(t, s, strings.ToUpper(name[:1])+name[1:], "172.19.2.0/24", "172.19.2.1", a, b) // differs in case
+	some := foreign(t, s, name, "172.19.3.0/24", "172.19.3.1", a)                          // only some of the tags
+	d := desired(1, "", "")
+	before := writes(s)
+	got, err := s.Backend.Import(ctx, d, network.Ref{Name: name, Tags: []string{a, b}}, false)
+	if err != nil || got.NetworkID != want {
+		t.Fatalf("Import by name and tags = %+v, %v; want network %s", got, err, want)
+	}
+	got, err = s.Backend.Import(ctx, d, network.Ref{Tags: []string{b, a}}, false)
+	if err == nil || !network.IsPermanent(err) {
+		t.Fatalf("Import by tags that three networks carry = %+v, %v; want a permanent error", got, err)
+	}
+	_, err = s.Backend.Import(ctx, d, network.Ref{Name: name}, true)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected ||
+		!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), some) {
+		t.Fatalf("Import by a name two networks have: %v; want a permanent BackendRejected error naming %s and %s", err, want, some)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("imports by filter made %d writes, want none", w)
+	}
+	later := name + "-later"
+	if _, err := s.Backend.Import(ctx, d, network.Ref{Name: later}, true); !network.IsNotFound(err) || network.IsPermanent(err) {
+		t.Fatalf("Import of a network not there yet: %v; want a transient not-found error", err)
+	}
+	id := foreign(t, s, later, "172.19.4.0/24", "172.19.4.1")
+	if got, err := s.Backend.Import(ctx, d, network.Ref{Name: later}, true); err != nil || got.NetworkID != id {
+		t.Fatalf("Import once it is there = %+v, %v; want network %s", got, err, id)
+	}
 }

@@ -56,6 +56,8 @@ type Object struct {
 	// Owned is false for foreign objects (AddForeign): the controller never
 	// sees or touches them.
 	Owned bool
+	// Tags are a foreign object's, for import filters.
+	Tags []string
 }
 
 // Backend is the in-memory backend. The zero value is not usable; use New.
@@ -124,11 +126,11 @@ func (b *Backend) Stats() Stats {
 // AddForeign adds a network (and subnet) that this controller did not
 // create, as an operator or another tool would, and returns its ID. The
 // backend never returns, changes or deletes it through the Backend methods.
-func (b *Backend) AddForeign(name, cidr, gateway string) string {
+func (b *Backend) AddForeign(name, cidr, gateway string, tags ...string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	id := b.newID("net")
-	b.objects[id] = &Object{Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
+	b.objects[id] = &Object{Tags: tags, Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
 	return id
 }
 
@@ -379,6 +381,19 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	o := b.objects[ref.NetworkID]
+	if ref.NetworkID == "" {
+		var ids []string
+		for _, c := range b.objects {
+			if ref.Matches(c.Name, c.Tags) {
+				o = c
+				ids = append(ids, c.NetworkID)
+			}
+		}
+		if len(ids) > 1 {
+			slices.Sort(ids)
+			return nil, network.ErrAmbiguous(ref, ids)
+		}
+	}
 	if o == nil {
 		return nil, fmt.Errorf("import %s: %w", ref, network.ErrNotFound)
 	}

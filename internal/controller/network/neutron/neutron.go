@@ -974,12 +974,9 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 // to adopt, a tag write for each of the two not marked yet.
 func (b *Backend) Import(ctx context.Context, desired network.Network, ref network.Ref, adopt bool) (*network.Network, error) {
 	op := "import " + ref.String()
-	if ref.NetworkID == "" {
-		return nil, network.Permanent(op, samplecrdv1.ReasonInvalidSpec, errors.New("no network ID"))
-	}
-	n, err := b.getNetwork(ctx, ref.NetworkID)
+	n, err := b.findImported(ctx, ref)
 	if err != nil {
-		return nil, classify(op, err)
+		return nil, err
 	}
 	subs, err := b.networkSubnets(ctx, n.ID)
 	if err != nil {
@@ -1072,10 +1069,41 @@ func orNone(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-func (b *Backend) getNetwork(ctx context.Context, id string) (*networks.Network, error) {
-	ctx, cancel := b.request(ctx)
-	defer cancel()
-	return networks.Get(ctx, b.client, id).Extract()
+// findImported returns the network ref names: a GET by ID, or one list
+// filtered by name and tags (any project's network the credentials see:
+// shared and external ones too), checked again here, since Neutron's
+// name match follows its database's collation (case-insensitive on MySQL).
+func (b *Backend) findImported(ctx context.Context, ref network.Ref) (*networks.Network, error) {
+	op := "import " + ref.String()
+	if ref.NetworkID != "" {
+		rctx, cancel := b.request(ctx)
+		defer cancel()
+		n, err := networks.Get(rctx, b.client, ref.NetworkID).Extract()
+		return n, classify(op, err)
+	}
+	lctx, done := b.turn(ctx)
+	defer done()
+	opts := networks.ListOpts{Name: ref.Name, Tags: strings.Join(ref.Tags, ",")}
+	all, err := listAll(lctx, b.timeout, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
+	if err != nil {
+		return nil, err
+	}
+	var match *networks.Network
+	var ids []string
+	for i := range all {
+		if ref.Matches(all[i].Name, all[i].Tags) {
+			match = &all[i]
+			ids = append(ids, all[i].ID)
+		}
+	}
+	switch {
+	case len(ids) > 1:
+		slices.Sort(ids)
+		return nil, network.ErrAmbiguous(ref, ids)
+	case match == nil:
+		return nil, fmt.Errorf("%s: %w", op, network.ErrNotFound)
+	}
+	return match, nil
 }
 
 // networkSubnets lists the subnets of a network, whatever their project.
