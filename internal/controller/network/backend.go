@@ -87,6 +87,13 @@ type Backend interface {
 	// another Network or another controller marked: never steal. Without
 	// adopt (Unmanaged) it only reads, whoever marked the network.
 	Import(ctx context.Context, desired Network, ref Ref, adopt bool) (*Network, error)
+
+	// Detach removes the marks of n.UID from its backend network and
+	// subnet and leaves them otherwise as they are: from then on no method
+	// returns, changes or deletes them for n.UID, and List leaves them out
+	// (so garbage collection never deletes them, whatever restarts). Detaching
+	// what is not marked succeeds without a write.
+	Detach(ctx context.Context, n Network) error
 }
 
 // Ref names an existing backend network to import: by ID, or (NetworkID

@@ -47,6 +47,9 @@ const (
 	// ReasonAdopted (Normal): a Managed Network imported an existing
 	// backend network and subnet and tagged them as its own.
 	ReasonAdopted = "BackendAdopted"
+	// ReasonDetached (Normal): a Network with onDelete: Detach was deleted;
+	// its backend network and subnet were left, without our marks.
+	ReasonDetached = "BackendDetached"
 	// ReasonReleased (Normal): an Unmanaged Network was deleted; its
 	// backend network was left as it is.
 	ReasonReleased = "Released"
@@ -370,13 +373,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	if msg := unimplemented(cached.Spec); msg != "" {
-		// Creating a network for a spec that asks to import, observe or
-		// leave one behind would do what it asked not to.
-		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonInvalidSpec, msg, nil, true)
-		return nil
-	}
-
 	if up, message := c.state.waitUnlessUp(key); !up {
 		return c.waitForBackend(ctx, cached, message)
 	}
@@ -498,27 +494,11 @@ func orNull(s string) string {
 	return s
 }
 
-// unimplemented returns why the controller cannot serve spec yet, or "".
-func unimplemented(spec samplecrdv1.NetworkSpec) string {
-	switch {
-	case spec.Detach():
-		return "onDelete: Detach is not implemented by this controller version: use onDelete: Delete, or upgrade the controller"
-	}
-	return ""
-}
-
 // finalize deletes the backend network of a Network being deleted, then
 // releases the finalizer.
 func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) error {
 	c.neverCreated.take(cached.UID)
 	if !slices.Contains(cached.Finalizers, Finalizer) {
-		return nil
-	}
-	if msg := unimplemented(cached.Spec); msg != "" && cached.Spec.Detach() {
-		// Deleting would lose what the spec asked to keep; an edit of the
-		// spec (onDelete: Delete) queues it again.
-		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonDeleting,
-			"The backend network is kept and the finalizer holds the Network: "+msg, nil, true)
 		return nil
 	}
 	if cached.Spec.Policy() == samplecrdv1.ManagementPolicyUnmanaged {
@@ -527,17 +507,24 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	if up, message := c.state.waitUnlessUp(cache.MetaObjectToName(cached)); !up {
 		return c.waitForBackend(ctx, cached, message)
 	}
-	if err := c.backend.Delete(ctx, Desired(cached)); err != nil {
+	remove, what := c.backend.Delete, "Deleting"
+	if cached.Spec.Detach() {
+		remove, what = c.backend.Detach, "Detaching"
+	}
+	if err := remove(ctx, Desired(cached)); err != nil {
 		if IsDown(err) {
 			return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
 		}
 		reason := Reason(err)
 		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonDeleting,
-			fmt.Sprintf("Deleting the backend network failed (%s), retrying; the Network stays until it succeeds: %v", reason, err), nil, IsPermanent(err))
+			fmt.Sprintf("%s the backend network failed (%s), retrying; the Network stays until it succeeds: %v", what, reason, err), nil, IsPermanent(err))
 		if IsPermanent(err) {
 			return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
 		}
-		return fmt.Errorf("deleting the backend network of %s: %w", cache.MetaObjectToName(cached), err)
+		return fmt.Errorf("%s the backend network of %s: %w", strings.ToLower(what), cache.MetaObjectToName(cached), err)
+	}
+	if cached.Spec.Detach() {
+		return c.release(ctx, cached, ReasonDetached, "Detached: our tags removed, the backend network and subnet left as they are")
 	}
 	return c.release(ctx, cached, ReasonDeleted, "Deleted the backend network and subnet")
 }

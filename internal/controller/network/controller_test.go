@@ -28,15 +28,12 @@ import (
 // A Network stored before the API server validated specs (or written around
 // it) must not reach the backend: Ready=False InvalidSpec, a Warning Event,
 // no backend write, no retry loop.
-// So must a spec asking for what this controller does not do yet
-// (Detach): nothing is created, adopted or deleted.
 func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
 		spec       samplecrdv1.NetworkSpec
 	}{
 		{name: "invalid", want: "Invalid spec", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.1/8", Gateway: "192.168.0.1"}},
-		{name: "detach", want: "not implemented", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1", OnDelete: samplecrdv1.OnDeleteDetach}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testStoredSpecNeverReachesTheBackend(t, tc.spec, tc.want) })
 	}
@@ -195,10 +192,10 @@ func TestCreateNewOnlyForTheFirstAttemptAfterTheFinalizer(t *testing.T) {
 	}
 }
 
-// A Network switched to onDelete: Detach before this controller version
-// implements it keeps its backend network when deleted: the finalizer
-// holds the Network and says why, nothing is deleted.
-func TestUnimplementedDetachKeepsTheBackendNetwork(t *testing.T) {
+// A Network with onDelete: Detach leaves its backend network when
+// deleted: the finalizer is released, the network is no longer ours, and
+// a garbage collection pass (as after a restart) does not delete it.
+func TestDetachKeepsTheBackendNetwork(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -215,25 +212,35 @@ func TestUnimplementedDetachKeepsTheBackendNetwork(t *testing.T) {
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(10)
 	done := runController(ctx, t, client, factory, recorder, mem)
-	var got *samplecrdv1.Network
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if got, err = client.SamplecrdV1().Networks("ns").Get(ctx, "keep", metav1.GetOptions{}); err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
-		return c != nil && c.Reason == samplecrdv1.ReasonDeleting && strings.Contains(c.Message, "onDelete: Detach is not implemented"), nil
+		got, err := client.SamplecrdV1().Networks("ns").Get(ctx, "keep", metav1.GetOptions{})
+		return err == nil && len(got.Finalizers) == 0, err
 	})
 	if err != nil {
-		t.Fatalf("Network = %+v, want Ready=False Deleting saying Detach is not implemented", got)
+		t.Fatalf("the finalizer was not released: %v", err)
 	}
 	cancel()
 	<-done
-	if !slices.Contains(got.Finalizers, network.Finalizer) {
-		t.Error("the finalizer was released")
+	// The Network gone, a fresh controller's scan finds nothing to collect.
+	if err := client.SamplecrdV1().Networks("ns").Delete(context.Background(), "keep", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	if s := mem.Stats(); s.Deletes != 0 || len(mem.Objects()) != 1 {
-		t.Errorf("backend saw %+v and holds %v, want the network kept", s, mem.Objects())
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	c, err := network.New(ctx2, &controller.Context{
+		SampleClient:          client,
+		SampleInformerFactory: externalversions.NewSharedInformerFactory(client, 0),
+		EventRecorder:         func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
+		FieldManager:          "test",
+	}, network.Options{Backend: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CollectGarbage(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	if s, o := mem.Stats(), mem.Objects(); s.Deletes != 0 || len(o) != 1 || o[0].Owned || o[0].CIDR != "10.0.0.0/8" || o[0].Gateway != "10.0.0.1" {
+		t.Errorf("backend saw %+v and holds %+v, want the network kept as it was, not ours", s, o)
 	}
 }
 

@@ -267,3 +267,10 @@ func (b *specBackend) Import(_ context.Context, d Network, ref Ref, _ bool) (*Ne
 	b.calls["import"]++
 	return nil, fmt.Errorf("import %s: %w", ref, ErrNotFound)
 }
+
+func (b *specBackend) Detach(context.Context, Network) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls["detach"]++
+	return nil
+}

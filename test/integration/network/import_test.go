@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
@@ -133,4 +134,62 @@ func TestNeutronImportByID(t *testing.T) {
 		}
 	}
 	t.Logf("Neutron requests of the whole test: %d", len(all))
+}
+
+// TestNeutronDetachSurvivesRestartAndGC: deleting a Network with onDelete:
+// Detach leaves its Neutron network and subnet, without our tags; neither
+// the running controller's scans nor a restarted one's delete them.
+func TestNeutronDetachSurvivesRestartAndGC(t *testing.T) {
+	e, cloud, managedBy, user := neutronUserEnv(t)
+	admin := cloud.Admin(t)
+	e.startNeutron(managedBy, time.Second)
+	n := newNetwork("left", "10.44.0.0/24", "10.44.0.1")
+	n.Spec.OnDelete = samplecrdv1.OnDeleteDetach
+	e.create(n)
+	ready := e.waitReady("left", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	t.Cleanup(func() { _ = networks.Delete(context.Background(), admin, ready.Status.NetworkID).ExtractErr() })
+	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "left", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("left")
+	e.waitEvent("left", corev1.EventTypeNormal, network.ReasonDetached, "left as they are")
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startNeutron(managedBy, time.Second)
+	framework.Eventually(t, timeout, "two scans after the restart", func(ctx context.Context) (bool, error) {
+		reqs, err := log.Requests(ctx, user.ID)
+		if err != nil {
+			return false, err
+		}
+		lists := 0
+		for _, r := range reqs {
+			if r.IsList(managedBy) {
+				lists++
+			}
+		}
+		return lists >= 2*scanRequests, nil
+	})
+	got, err := networks.Get(e.ctx, admin, ready.Status.NetworkID).Extract()
+	if err != nil {
+		t.Fatalf("the detached network is gone: %v", err)
+	}
+	for _, tag := range got.Tags {
+		if strings.HasPrefix(tag, neutron.UIDTagPrefix) || strings.HasPrefix(tag, neutron.ManagedByTagPrefix) {
+			t.Errorf("the detached network still carries %s", tag)
+		}
+	}
+	subs := cloud.Subnets(t, admin, got.ID)
+	if len(subs) != 1 || subs[0].ID != ready.Status.SubnetID || subs[0].GatewayIP != "10.44.0.1" {
+		t.Errorf("the detached network's subnets = %+v, want %s as it was", subs, ready.Status.SubnetID)
+	}
+	for _, r := range requests(t, log, user) {
+		if r.Method != "GET" {
+			t.Errorf("a restart after a Detach wrote %s", r)
+		}
+	}
 }

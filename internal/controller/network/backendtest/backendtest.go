@@ -85,6 +85,7 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"ImportMissing", testImportMissing},
 		{"ImportNeverSteals", testImportNeverSteals},
 		{"ImportByExactFilter", testImportFilter},
+		{"DetachLeavesTheNetwork", testDetach},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -705,5 +706,39 @@ func testImportFilter(t *testing.T, ctx context.Context, s Setup) {
 	id := foreign(t, s, later, "172.19.4.0/24", "172.19.4.1")
 	if got, err := s.Backend.Import(ctx, d, network.Ref{Name: later}, true); err != nil || got.NetworkID != id {
 		t.Fatalf("Import once it is there = %+v, %v; want network %s", got, err, id)
+	}
+}
+
+func testDetach(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.32.0.0/24", "10.32.0.1")
+	created := mustCreate(t, ctx, s.Backend, d)
+	if err := s.Backend.Detach(ctx, d); err != nil {
+		t.Fatalf("Detach: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List = %v after Detach, want nothing (garbage collection would delete it)", uids)
+	}
+	before := writes(s)
+	if err := s.Backend.Detach(ctx, d); err != nil {
+		t.Fatalf("Detach again: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete after Detach: %v", err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Detach and Delete of a detached network made %d writes, want none", w)
+	}
+	got, err := s.Backend.Import(ctx, desired(2, "", ""), network.Ref{NetworkID: created.NetworkID}, false)
+	if err != nil || got.SubnetID != created.SubnetID || got.CIDR != d.CIDR || got.Gateway != d.Gateway {
+		t.Fatalf("the detached network = %+v, %v; want it left as it was (%+v)", got, err, *created)
+	}
+	// Nobody's now, it can be adopted again.
+	again := desired(3, "", "")
+	if _, err := s.Backend.Import(ctx, again, network.Ref{NetworkID: created.NetworkID}, true); err != nil {
+		t.Fatalf("adopting the detached network: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, again); err != nil {
+		t.Fatalf("Delete: %v", err)
 	}
 }

@@ -33,6 +33,7 @@ const (
 	OpDelete        Op = "Delete"
 	OpList          Op = "List"
 	OpImport        Op = "Import"
+	OpDetach        Op = "Detach"
 )
 
 // FaultFunc is called before every operation (after the latency); a non-nil
@@ -422,4 +423,23 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 		"networkID", o.NetworkID, "subnetID", o.SubnetID)
 	n = o.Network
 	return &n, nil
+}
+
+// Detach implements network.Backend: the network becomes foreign.
+func (b *Backend) Detach(ctx context.Context, n network.Network) error {
+	if err := b.begin(ctx, OpDetach, n.UID); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.lookup(n.UID)
+	if o == nil {
+		return nil
+	}
+	delete(b.byUID, n.UID)
+	o.Owned, o.UID = false, ""
+	b.stats.Updates++
+	klog.FromContext(ctx).Info("[Neutron mock] Detached network", "network", klog.KRef(n.Namespace, n.Name), "uid", n.UID,
+		"networkID", o.NetworkID, "subnetID", o.SubnetID)
+	return nil
 }

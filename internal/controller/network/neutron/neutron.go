@@ -63,6 +63,11 @@ const (
 	// namespace and name): tags are read back whole, and the controller
 	// needs the namespace and name of what List returns.
 	RefTagPrefix = "k8s-ref-"
+	// DetachedTag replaces our tags on a network and subnet a Network left
+	// behind (onDelete: Detach): their description still names the
+	// Network, and a network with our description and no UID tag would
+	// otherwise be taken for one whose create was interrupted.
+	DetachedTag = "k8s-network-detached"
 
 	// DefaultRequestTimeout bounds each request to Neutron (each page of a
 	// paginated list).
@@ -878,7 +883,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 			return err
 		}
 		for _, n := range untagged {
-			if uidFromTags(n.Tags) == "" {
+			if uidFromTags(n.Tags) == "" && !slices.Contains(n.Tags, DetachedTag) {
 				nets = append(nets, n)
 			}
 		}
@@ -1015,6 +1020,52 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 			"networkID", n.ID, "subnetID", sub.ID)
 	}
 	return out, nil
+}
+
+// Detach implements network.Backend: a list of the networks tagged with
+// n.UID and one of their subnets, then a tag write for each that carries
+// our tags.
+func (b *Backend) Detach(ctx context.Context, n network.Network) error {
+	if n.UID == "" {
+		return nil
+	}
+	nets, err := b.findNetworks(ctx, n.UID)
+	if err != nil {
+		return err
+	}
+	for _, net := range nets {
+		subs, err := b.listSubnets(ctx, subnets.ListOpts{NetworkID: net.ID, Tags: b.ownerTags(n.UID)})
+		if err != nil {
+			return err
+		}
+		// Subnets first: a network without our tags is never looked at
+		// again, so it goes last.
+		for _, s := range subs {
+			if err := b.untag(ctx, "subnets", s.ID, s.Tags); err != nil {
+				return err
+			}
+		}
+		if err := b.untag(ctx, "networks", net.ID, net.Tags); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Detached Neutron network: our tags removed, the network and subnet left", "uid", n.UID, "networkID", net.ID)
+	}
+	return nil
+}
+
+// untag replaces the tags of a network or subnet with existing minus ours
+// (the UID, managed-by and ref tags), plus DetachedTag.
+func (b *Backend) untag(ctx context.Context, resource, id string, existing []string) error {
+	keep := slices.DeleteFunc(slices.Clone(existing), func(t string) bool {
+		return strings.HasPrefix(t, UIDTagPrefix) || t == b.managedTag() || strings.HasPrefix(t, RefTagPrefix) || t == DetachedTag
+	})
+	keep = append(keep, DetachedTag)
+	ctx, cancel := b.request(ctx)
+	defer cancel()
+	if _, err := attributestags.ReplaceAll(ctx, b.client, resource, id, attributestags.ReplaceAllOpts{Tags: keep}).Extract(); err != nil {
+		return classify("untag "+strings.TrimSuffix(resource, "s")+" "+id, err)
+	}
+	return nil
 }
 
 // checkNotOthers fails when tags mark an object as another Network's or
