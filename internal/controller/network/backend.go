@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -69,6 +71,78 @@ type Backend interface {
 	// controller (complete or not), for garbage collection of the ones whose
 	// Network no longer exists.
 	List(ctx context.Context) ([]Network, error)
+
+	// Import returns the existing backend network ref names, with its
+	// subnet: the one whose CIDR is desired.CIDR when that is set, else its
+	// only one (several, or none with that CIDR, is a permanent
+	// ReasonBackendRejected error naming them). A network that is not there
+	// wraps ErrNotFound. The result carries desired's UID, Namespace and
+	// Name.
+	//
+	// With adopt (a Managed Network) it then marks the network and subnet
+	// as desired.UID's, as Create marks what it creates, so every other
+	// method treats them as created for it; it writes only those marks,
+	// none when they are there already (Existed is then set). It refuses,
+	// with a permanent ReasonBackendRejected error, a network or subnet
+	// another Network or another controller marked: never steal. Without
+	// adopt (Unmanaged) it only reads, whoever marked the network.
+	Import(ctx context.Context, desired Network, ref Ref, adopt bool) (*Network, error)
+
+	// Detach removes the marks of n.UID from its backend network and
+	// subnet and leaves them otherwise as they are: from then on no method
+	// returns, changes or deletes them for n.UID, and List leaves them out
+	// (so garbage collection never deletes them, whatever restarts). Detaching
+	// what is not marked succeeds without a write.
+	Detach(ctx context.Context, n Network) error
+}
+
+// Ref names an existing backend network to import: by ID, or (NetworkID
+// empty) by an exact filter: the same name, byte for byte, when Name is
+// set, and every one of Tags. A filter matching several networks is a
+// permanent ReasonBackendRejected error listing them, never a pick; one
+// matching none wraps ErrNotFound.
+type Ref struct {
+	NetworkID string
+	Name      string
+	Tags      []string
+}
+
+// String identifies r in messages.
+func (r Ref) String() string {
+	if r.NetworkID != "" {
+		return "network " + r.NetworkID
+	}
+	return fmt.Sprintf("network named %q with tags %q", r.Name, r.Tags)
+}
+
+// Matches reports whether a network of this name and tags matches r's
+// filter.
+func (r Ref) Matches(name string, tags []string) bool {
+	if r.Name != "" && name != r.Name {
+		return false
+	}
+	for _, t := range r.Tags {
+		if !slices.Contains(tags, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// RefOf returns the Ref of an import spec.
+func RefOf(imp *samplecrdv1.NetworkImport) Ref {
+	r := Ref{NetworkID: imp.NetworkID}
+	if f := imp.Filter; f != nil {
+		r.Name, r.Tags = f.Name, slices.Clone(f.Tags)
+	}
+	return r
+}
+
+// ErrAmbiguous returns the error of a filter that matched several
+// networks.
+func ErrAmbiguous(ref Ref, ids []string) error {
+	return Permanent("import "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+		"%d networks match (%s): the controller never picks one; import by networkID, or make the filter match one", len(ids), strings.Join(ids, ", ")))
 }
 
 // Network is a backend network as the controller sees it.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,15 @@ const (
 	ReasonUpdated = "BackendUpdated"
 	// ReasonDeleted (Normal): the backend network and subnet were deleted.
 	ReasonDeleted = "BackendDeleted"
+	// ReasonAdopted (Normal): a Managed Network imported an existing
+	// backend network and subnet and tagged them as its own.
+	ReasonAdopted = "BackendAdopted"
+	// ReasonDetached (Normal): a Network with onDelete: Detach was deleted;
+	// its backend network and subnet were left, without our marks.
+	ReasonDetached = "BackendDetached"
+	// ReasonReleased (Normal): an Unmanaged Network was deleted; its
+	// backend network was left as it is.
+	ReasonReleased = "Released"
 	// ReasonBackendDown (Warning): the whole backend failed (unreachable,
 	// credentials refused, no usable endpoint); every Network waits for it
 	// with Ready=False BackendUnavailable while one probe retries with
@@ -369,22 +379,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	desired := Desired(cached)
 	cur := c.known.get(cached.UID)
 	neverCreated := c.neverCreated.take(cached.UID) && cur == nil
+	if cached.Spec.Import != nil {
+		return c.syncImport(ctx, cached, desired, cur)
+	}
 	got, action, err := Ensure(ctx, c.backend, desired, cur, neverCreated)
 	if err != nil {
-		if IsDown(err) {
-			return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
-		}
-		if IsNotFound(err) {
-			// What we knew is gone: look it up at the retry.
-			c.known.set(cached.UID, nil)
-		}
-		reason := Reason(err)
-		if IsPermanent(err) {
-			c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("The backend rejected the network: %v", err), got, true)
-			return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
-		}
-		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Backend not reachable, retrying: %v", err), got, false)
-		return fmt.Errorf("reconciling network %s into the backend: %w", key, err)
+		return c.failed(ctx, cached, got, err)
 	}
 	c.known.set(cached.UID, got)
 	switch action {
@@ -399,6 +399,101 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		fmt.Sprintf("Network %s and subnet %s provisioned", got.NetworkID, got.SubnetID), got, false)
 }
 
+// failed reports err, a backend failure while syncing cached, and returns
+// what the queue does about it.
+func (c *Controller) failed(ctx context.Context, cached *samplecrdv1.Network, got *Network, err error) error {
+	if IsDown(err) {
+		return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
+	}
+	if IsNotFound(err) {
+		// What we knew is gone: look it up at the retry.
+		c.known.set(cached.UID, nil)
+	}
+	reason := Reason(err)
+	if IsPermanent(err) {
+		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("The backend rejected the network: %v", err), got, true)
+		return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
+	}
+	if cached.Spec.Import != nil && IsNotFound(err) {
+		reason = samplecrdv1.ReasonImportNotFound
+		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Waiting for the network to import, looking again with backoff (it is never created): %v", err), got, false)
+	} else {
+		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Backend not reachable, retrying: %v", err), got, false)
+	}
+	return fmt.Errorf("reconciling network %s into the backend: %w", cache.MetaObjectToName(cached), err)
+}
+
+// syncImport converges a Network that imports an existing backend network:
+// Managed, it adopts it (once) and then keeps its gateway as the spec says;
+// Unmanaged, it reads it and reports how it compares with the spec, and
+// never writes. cur is what the backend held when last seen, nil if not
+// known.
+func (c *Controller) syncImport(ctx context.Context, cached *samplecrdv1.Network, desired Network, cur *Network) error {
+	logger := klog.FromContext(ctx)
+	managed := cached.Spec.Policy() == samplecrdv1.ManagementPolicyManaged
+	got := cur
+	if got == nil || got.SubnetID == "" || !managed {
+		var err error
+		if got, err = c.backend.Import(ctx, desired, RefOf(cached.Spec.Import), managed); err != nil {
+			return c.failed(ctx, cached, nil, err)
+		}
+		if managed && !got.Existed {
+			logger.Info("Adopted backend network", "networkID", got.NetworkID, "subnetID", got.SubnetID)
+			c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonAdopted, "Adopted backend network %s and subnet %s (%s, gateway %s)", got.NetworkID, got.SubnetID, got.CIDR, got.Gateway)
+		}
+	}
+	c.known.set(cached.UID, got)
+	if !managed {
+		if msg := mismatch(*got, cached.Spec); msg != "" {
+			c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonSpecMismatch, msg+"; an Unmanaged Network is never repaired: fix the spec or the backend", got, true)
+			return nil
+		}
+		return c.setReady(ctx, cached, metav1.ConditionTrue, samplecrdv1.ReasonObserved,
+			fmt.Sprintf("Network %s and subnet %s observed (Unmanaged: never changed)", got.NetworkID, got.SubnetID), got, false)
+	}
+	// What the spec leaves out is the imported network's own.
+	if desired.CIDR == "" {
+		desired.CIDR = got.CIDR
+	}
+	if desired.Gateway == "" {
+		desired.Gateway = got.Gateway
+	}
+	got, action, err := Ensure(ctx, c.backend, desired, got, false)
+	if err != nil {
+		return c.failed(ctx, cached, got, err)
+	}
+	c.known.set(cached.UID, got)
+	if action == ActionUpdated {
+		logger.Info("Updated backend gateway", "networkID", got.NetworkID, "subnetID", got.SubnetID, "gateway", got.Gateway)
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonUpdated, "Updated the gateway of subnet %s to %s", got.SubnetID, got.Gateway)
+	}
+	return c.setReady(ctx, cached, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned,
+		fmt.Sprintf("Network %s and subnet %s imported and provisioned", got.NetworkID, got.SubnetID), got, false)
+}
+
+// mismatch says how b differs from what spec sets of cidr and gateway, or
+// returns "".
+func mismatch(b Network, spec samplecrdv1.NetworkSpec) string {
+	var diffs []string
+	if spec.CIDR != "" && !SameCIDR(b.CIDR, spec.CIDR) {
+		diffs = append(diffs, fmt.Sprintf("cidr is %s in the backend, %s in the spec", b.CIDR, spec.CIDR))
+	}
+	if spec.Gateway != "" && !SameIP(b.Gateway, spec.Gateway) {
+		diffs = append(diffs, fmt.Sprintf("gateway is %s in the backend, %s in the spec", orNull(b.Gateway), spec.Gateway))
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Subnet %s differs from the spec: %s", b.SubnetID, strings.Join(diffs, "; "))
+}
+
+func orNull(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
 // finalize deletes the backend network of a Network being deleted, then
 // releases the finalizer.
 func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) error {
@@ -406,22 +501,37 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		return nil
 	}
-	logger := klog.FromContext(ctx)
+	if cached.Spec.Policy() == samplecrdv1.ManagementPolicyUnmanaged {
+		return c.release(ctx, cached, ReasonReleased, "Unmanaged: the backend network was left as it is")
+	}
 	if up, message := c.state.waitUnlessUp(cache.MetaObjectToName(cached)); !up {
 		return c.waitForBackend(ctx, cached, message)
 	}
-	if err := c.backend.Delete(ctx, Desired(cached)); err != nil {
+	remove, what := c.backend.Delete, "Deleting"
+	if cached.Spec.Detach() {
+		remove, what = c.backend.Detach, "Detaching"
+	}
+	if err := remove(ctx, Desired(cached)); err != nil {
 		if IsDown(err) {
 			return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
 		}
 		reason := Reason(err)
 		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonDeleting,
-			fmt.Sprintf("Deleting the backend network failed (%s), retrying; the Network stays until it succeeds: %v", reason, err), nil, IsPermanent(err))
+			fmt.Sprintf("%s the backend network failed (%s), retrying; the Network stays until it succeeds: %v", what, reason, err), nil, IsPermanent(err))
 		if IsPermanent(err) {
 			return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
 		}
-		return fmt.Errorf("deleting the backend network of %s: %w", cache.MetaObjectToName(cached), err)
+		return fmt.Errorf("%s the backend network of %s: %w", strings.ToLower(what), cache.MetaObjectToName(cached), err)
 	}
+	if cached.Spec.Detach() {
+		return c.release(ctx, cached, ReasonDetached, "Detached: our tags removed, the backend network and subnet left as they are")
+	}
+	return c.release(ctx, cached, ReasonDeleted, "Deleted the backend network and subnet")
+}
+
+// release removes the finalizer of cached, whose backend network is dealt
+// with, and records why with an Event of reason.
+func (c *Controller) release(ctx context.Context, cached *samplecrdv1.Network, reason, message string) error {
 	c.known.set(cached.UID, nil)
 	net := cached.DeepCopy()
 	net.Finalizers = slices.DeleteFunc(net.Finalizers, func(f string) bool { return f == Finalizer })
@@ -431,8 +541,8 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 		}
 		return fmt.Errorf("removing the finalizer of %s: %w", cache.MetaObjectToName(cached), err)
 	}
-	logger.Info("Deleted backend network; finalizer released")
-	c.recorder.Event(cached, corev1.EventTypeNormal, ReasonDeleted, "Deleted the backend network and subnet")
+	klog.FromContext(ctx).Info("Finalizer released", "reason", reason, "detail", message)
+	c.recorder.Event(cached, corev1.EventTypeNormal, reason, message)
 	return nil
 }
 
@@ -518,7 +628,7 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			continue // being deleted, or not provisioned yet: queued already
 		}
 		b, ok := inBackend[obj.UID]
-		if ok && b.SubnetID != "" && SameCIDR(b.CIDR, obj.Spec.CIDR) && SameIP(b.Gateway, obj.Spec.Gateway) {
+		if ok && b.SubnetID != "" && mismatch(b, obj.Spec) == "" {
 			continue
 		}
 		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))

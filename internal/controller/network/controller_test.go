@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,12 +29,23 @@ import (
 // it) must not reach the backend: Ready=False InvalidSpec, a Warning Event,
 // no backend write, no retry loop.
 func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		spec       samplecrdv1.NetworkSpec
+	}{
+		{name: "invalid", want: "Invalid spec", spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.1/8", Gateway: "192.168.0.1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testStoredSpecNeverReachesTheBackend(t, tc.spec, tc.want) })
+	}
+}
+
+func testStoredSpecNeverReachesTheBackend(t *testing.T, spec samplecrdv1.NetworkSpec, want string) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bad := &samplecrdv1.Network{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad", UID: "u1", Finalizers: []string{network.Finalizer}},
-		Spec:       samplecrdv1.NetworkSpec{CIDR: "10.0.0.1/8", Gateway: "192.168.0.1"},
+		Spec:       spec,
 	}
 	client := fake.NewClientset(bad)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
@@ -52,10 +64,11 @@ func TestInvalidStoredSpecNeverReachesTheBackend(t *testing.T) {
 			return false, err
 		}
 		cond = meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == samplecrdv1.ReasonInvalidSpec, nil
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == samplecrdv1.ReasonInvalidSpec &&
+			strings.Contains(cond.Message, want), nil
 	})
 	if err != nil {
-		t.Errorf("Ready = %+v, want False/InvalidSpec", cond)
+		t.Errorf("Ready = %+v, want False/InvalidSpec saying %q", cond, want)
 	}
 	cancel()
 	<-done
@@ -176,5 +189,164 @@ func TestCreateNewOnlyForTheFirstAttemptAfterTheFinalizer(t *testing.T) {
 				t.Errorf("create calls = %v, want %v", backend.calls, tc.want)
 			}
 		})
+	}
+}
+
+// A Network with onDelete: Detach leaves its backend network when
+// deleted: the finalizer is released, the network is no longer ours, and
+// a garbage collection pass (as after a restart) does not delete it.
+func TestDetachKeepsTheBackendNetwork(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	if _, err := mem.Create(ctx, network.Network{UID: "u1", Namespace: "ns", Name: "keep", CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	obj := &samplecrdv1.Network{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keep", UID: "u1", Finalizers: []string{network.Finalizer}, DeletionTimestamp: &now},
+		Spec:       samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1", OnDelete: samplecrdv1.OnDeleteDetach},
+	}
+	client := fake.NewClientset(obj)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	recorder := record.NewFakeRecorder(10)
+	done := runController(ctx, t, client, factory, recorder, mem)
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := client.SamplecrdV1().Networks("ns").Get(ctx, "keep", metav1.GetOptions{})
+		return err == nil && len(got.Finalizers) == 0, err
+	})
+	if err != nil {
+		t.Fatalf("the finalizer was not released: %v", err)
+	}
+	cancel()
+	<-done
+	// The Network gone, a fresh controller's scan finds nothing to collect.
+	if err := client.SamplecrdV1().Networks("ns").Delete(context.Background(), "keep", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	c, err := network.New(ctx2, &controller.Context{
+		SampleClient:          client,
+		SampleInformerFactory: externalversions.NewSharedInformerFactory(client, 0),
+		EventRecorder:         func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
+		FieldManager:          "test",
+	}, network.Options{Backend: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CollectGarbage(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	if s, o := mem.Stats(), mem.Objects(); s.Deletes != 0 || len(o) != 1 || o[0].Owned || o[0].CIDR != "10.0.0.0/8" || o[0].Gateway != "10.0.0.1" {
+		t.Errorf("backend saw %+v and holds %+v, want the network kept as it was, not ours", s, o)
+	}
+}
+
+// An Unmanaged Network only reads the backend: a cidr or gateway that
+// differs is reported (SpecMismatch), never repaired, and deleting the
+// Network releases its finalizer without a backend call.
+func TestUnmanagedImportOnlyReads(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deleting bool
+		gateway  string
+		reason   string
+	}{
+		{name: "matches", gateway: "172.20.0.1", reason: samplecrdv1.ReasonObserved},
+		{name: "gateway differs", gateway: "172.20.0.9", reason: samplecrdv1.ReasonSpecMismatch},
+		{name: "deleted", deleting: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			mem := memory.New()
+			id := mem.AddForeign("provider", "172.20.0.0/24", "172.20.0.1")
+			obj := &samplecrdv1.Network{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "obs", UID: "u1", Finalizers: []string{network.Finalizer}},
+				Spec: samplecrdv1.NetworkSpec{ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, Gateway: tc.gateway,
+					Import: &samplecrdv1.NetworkImport{NetworkID: id}},
+			}
+			if tc.deleting {
+				now := metav1.Now()
+				obj.DeletionTimestamp = &now
+			}
+			client := fake.NewClientset(obj)
+			factory := externalversions.NewSharedInformerFactory(client, 0)
+			done := runController(ctx, t, client, factory, record.NewFakeRecorder(10), mem)
+			err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+				got, err := client.SamplecrdV1().Networks("ns").Get(ctx, "obs", metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				if tc.deleting {
+					return len(got.Finalizers) == 0, nil
+				}
+				c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
+				return c != nil && c.Reason == tc.reason && got.Status.NetworkID == id, nil
+			})
+			if err != nil {
+				t.Fatalf("the Network did not reach %s (deleting: %v): %v", tc.reason, tc.deleting, err)
+			}
+			cancel()
+			<-done
+			if s := mem.Stats(); s.Writes() != 0 || (tc.deleting && s.Gets != 0) {
+				t.Errorf("backend saw %+v, want no write (and no call at all for a deletion)", s)
+			}
+			if o := mem.Objects(); len(o) != 1 || o[0].Owned || o[0].Gateway != "172.20.0.1" {
+				t.Errorf("backend holds %+v, want the observed network unchanged", o)
+			}
+		})
+	}
+}
+
+// An import by filter that matches nothing waits (Ready=False
+// ImportNotFound, retried with the queue's backoff) and binds the network
+// once it appears; one that matches several names them and picks none.
+func TestImportByFilter(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	a := mem.AddForeign("twice", "172.21.0.0/24", "172.21.0.1")
+	b := mem.AddForeign("twice", "172.21.1.0/24", "172.21.1.1")
+	byName := func(name string) *samplecrdv1.Network {
+		return &samplecrdv1.Network{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Finalizers: []string{network.Finalizer}},
+			Spec:       samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Name: name}}},
+		}
+	}
+	client := fake.NewClientset(byName("later"), byName("twice"))
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runController(ctx, t, client, factory, record.NewFakeRecorder(100), mem)
+	waitFor := func(name, reason string, ok func(*samplecrdv1.Network, *metav1.Condition) bool) {
+		t.Helper()
+		var got *samplecrdv1.Network
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			if got, err = client.SamplecrdV1().Networks("ns").Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
+			return c != nil && c.Reason == reason && ok(got, c), nil
+		})
+		if err != nil {
+			t.Fatalf("Network %s = %+v, want Ready reason %s", name, got, reason)
+		}
+	}
+	waitFor("twice", samplecrdv1.ReasonBackendRejected, func(_ *samplecrdv1.Network, c *metav1.Condition) bool {
+		return strings.Contains(c.Message, a) && strings.Contains(c.Message, b)
+	})
+	waitFor("later", samplecrdv1.ReasonImportNotFound, func(*samplecrdv1.Network, *metav1.Condition) bool { return true })
+	id := mem.AddForeign("later", "172.21.2.0/24", "172.21.2.1")
+	waitFor("later", samplecrdv1.ReasonProvisioned, func(n *samplecrdv1.Network, _ *metav1.Condition) bool { return n.Status.NetworkID == id })
+	cancel()
+	<-done
+	for _, o := range mem.Objects() {
+		if o.Owned != (o.NetworkID == id) {
+			t.Errorf("backend object %+v: only %s should be adopted", o, id)
+		}
 	}
 }

@@ -259,3 +259,18 @@ func (b *specBackend) List(context.Context) ([]Network, error) {
 	}
 	return out, nil
 }
+
+// Import is counted: the fuzzed specs never import.
+func (b *specBackend) Import(_ context.Context, d Network, ref Ref, _ bool) (*Network, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls["import"]++
+	return nil, fmt.Errorf("import %s: %w", ref, ErrNotFound)
+}
+
+func (b *specBackend) Detach(context.Context, Network) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls["detach"]++
+	return nil
+}

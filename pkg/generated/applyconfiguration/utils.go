@@ -32,12 +32,22 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=samplecrd.k8s.io, Version=v1
+	case v1.SchemeGroupVersion.WithKind("AllocationPool"):
+		return &samplecrdv1.AllocationPoolApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Network"):
 		return &samplecrdv1.NetworkApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("NetworkFilter"):
+		return &samplecrdv1.NetworkFilterApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("NetworkImport"):
+		return &samplecrdv1.NetworkImportApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("NetworkObservation"):
+		return &samplecrdv1.NetworkObservationApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("NetworkSpec"):
 		return &samplecrdv1.NetworkSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("NetworkStatus"):
 		return &samplecrdv1.NetworkStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("SubnetObservation"):
+		return &samplecrdv1.SubnetObservationApplyConfiguration{}
 
 	}
 	return nil

@@ -167,6 +167,9 @@ func TestSeedNetworkLifecycle(t *testing.T) {
 	if !contains(n.Finalizers, network.Finalizer) {
 		t.Errorf("finalizers = %v, want %s", n.Finalizers, network.Finalizer)
 	}
+	if s := n.Spec; s.ManagementPolicy != samplecrdv1.ManagementPolicyManaged || s.Import != nil || s.OnDelete != "" {
+		t.Errorf("the seed's spec became %+v, want managementPolicy defaulted to Managed and nothing else added", s)
+	}
 	e.waitEvent("example-network", corev1.EventTypeNormal, network.ReasonCreated, "192.168.0.0/16")
 
 	// Gateway update -> backend updated.
@@ -364,6 +367,94 @@ func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
 		t.Errorf("cidr change error = %v, want Invalid saying it is immutable", err)
 	}
 	t.Logf("cidr change rejected: %v", err)
+}
+
+// TestImportSpecsRejectedByTheAPIServer: the API server refuses every
+// contradictory import or policy, and every change of one after creation,
+// with a message that says the fix.
+func TestImportSpecsRejectedByTheAPIServer(t *testing.T) {
+	client := versioned.NewForConfigOrDie(framework.Config(framework.AdminConfig()))
+	_, ns := framework.Setup(t)
+	ctx := context.Background()
+	nets := client.SamplecrdV1().Networks(ns)
+	byID := &samplecrdv1.NetworkImport{NetworkID: "0b7a5f3e-5a1d-4c1e-9a57-2f1f3c0f6d11"}
+	byName := &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Name: "provider"}}
+	for i, tc := range []struct {
+		name string
+		spec samplecrdv1.NetworkSpec
+		want string
+	}{
+		{"both networkID and filter", samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{NetworkID: "n1", Filter: byName.Filter}},
+			"import takes networkID or filter, not both"},
+		{"neither networkID nor filter", samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{}}, "import needs networkID or filter"},
+		{"empty filter", samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{}}},
+			"filter must set name or tags: an empty filter would match every network"},
+		{"empty filter tags", samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Tags: []string{}}}},
+			"filter must set name or tags"},
+		{"duplicate filter tags", samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{Filter: &samplecrdv1.NetworkFilter{Tags: []string{"a", "a"}}}},
+			"spec.import.filter.tags[1]: Duplicate value"},
+		{"unmanaged without import", samplecrdv1.NetworkSpec{CIDR: "10.8.0.0/24", Gateway: "10.8.0.1", ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged},
+			"an Unmanaged Network only observes an existing Neutron network: set import.networkID or import.filter"},
+		{"onDelete on unmanaged", samplecrdv1.NetworkSpec{Import: byID, ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, OnDelete: samplecrdv1.OnDeleteDetach},
+			"onDelete applies only to Managed Networks"},
+		{"no cidr without import", samplecrdv1.NetworkSpec{Gateway: "10.8.0.1"}, "cidr is required unless import is set"},
+		{"unknown policy", samplecrdv1.NetworkSpec{Import: byID, ManagementPolicy: "Observed"}, `supported values: "Managed", "Unmanaged"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := nets.Create(ctx, &samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bad-%d", i)}, Spec: tc.spec}, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("create error = %v, want Invalid containing %q", err, tc.want)
+			}
+		})
+	}
+
+	create := func(name string, spec samplecrdv1.NetworkSpec) *samplecrdv1.Network {
+		t.Helper()
+		n, err := nets.Create(ctx, &samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("a valid Network %+v was rejected: %v", spec, err)
+		}
+		return n
+	}
+	managed := create("managed", samplecrdv1.NetworkSpec{Import: byID})
+	unmanaged := create("unmanaged", samplecrdv1.NetworkSpec{Import: byName, ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged})
+	seed := create("seed", samplecrdv1.NetworkSpec{CIDR: "10.9.0.0/24", Gateway: "10.9.0.1"})
+	if managed.Spec.ManagementPolicy != samplecrdv1.ManagementPolicyManaged {
+		t.Errorf("managementPolicy = %q, want the default Managed", managed.Spec.ManagementPolicy)
+	}
+	for _, tc := range []struct {
+		name   string
+		of     *samplecrdv1.Network
+		change func(*samplecrdv1.NetworkSpec)
+		want   string // "" = accepted
+	}{
+		{"policy to unmanaged", managed, func(s *samplecrdv1.NetworkSpec) { s.ManagementPolicy = samplecrdv1.ManagementPolicyUnmanaged },
+			"managementPolicy is immutable: delete the Network and create it again"},
+		{"policy to managed", unmanaged, func(s *samplecrdv1.NetworkSpec) { s.ManagementPolicy = samplecrdv1.ManagementPolicyManaged },
+			"managementPolicy is immutable"},
+		{"import changed", managed, func(s *samplecrdv1.NetworkSpec) { s.Import = &samplecrdv1.NetworkImport{NetworkID: "other"} },
+			"import is immutable: delete the Network and create it again with the import it should have"},
+		{"import removed", managed, func(s *samplecrdv1.NetworkSpec) { s.Import, s.CIDR, s.Gateway = nil, "10.10.0.0/24", "10.10.0.1" },
+			"import is immutable"},
+		{"import added", seed, func(s *samplecrdv1.NetworkSpec) { s.Import = byID }, "import is immutable"},
+		{"onDelete changed", seed, func(s *samplecrdv1.NetworkSpec) { s.OnDelete = samplecrdv1.OnDeleteDetach }, ""},
+		{"gateway of an import changed", managed, func(s *samplecrdv1.NetworkSpec) { s.Gateway = "10.11.0.1" }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := nets.Get(ctx, tc.of.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(&n.Spec)
+			_, err = nets.Update(ctx, n, metav1.UpdateOptions{})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("update rejected: %v", err)
+			case tc.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("update error = %v, want Invalid containing %q", err, tc.want)
+			}
+		})
+	}
 }
 
 // edit changes the Network name as change says, reading it again when the

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,8 +36,8 @@ type Setup struct {
 
 	// AddForeign adds, behind the backend's back, a network and subnet that
 	// the controller did not create (as an operator or another tool would),
-	// with the given name, and returns an ID for ForeignIntact.
-	AddForeign func(t *testing.T, name, cidr, gateway string) string
+	// with the given name and tags, and returns an ID for ForeignIntact.
+	AddForeign func(t *testing.T, name, cidr, gateway string, tags ...string) string
 	// ForeignIntact returns an error unless the foreign network id still
 	// exists with its subnet, cidr and gateway unchanged.
 	ForeignIntact func(t *testing.T, id, cidr, gateway string) error
@@ -78,6 +79,13 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"OverlappingCIDR", testOverlap},
 		{"Concurrent", testConcurrent},
 		{"CancelledContext", testCancelled},
+		{"ImportUnmanagedOnlyReads", testImportUnmanaged},
+		{"ImportManagedAdopts", testImportManaged},
+		{"ImportPicksTheSubnetOfTheCIDR", testImportCIDR},
+		{"ImportMissing", testImportMissing},
+		{"ImportNeverSteals", testImportNeverSteals},
+		{"ImportByExactFilter", testImportFilter},
+		{"DetachLeavesTheNetwork", testDetach},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -531,4 +539,206 @@ func testCancelled(t *testing.T, ctx context.Context, s Setup) {
 		t.Fatalf("List past its deadline = %v, want a transient error", err)
 	}
 	checkNotFound(t, ctx, s.Backend, d.UID)
+}
+
+// foreign adds a foreign network for an import test, skipping t when the
+// backend cannot hold one.
+func foreign(t *testing.T, s Setup, name, cidr, gateway string, tags ...string) string {
+	t.Helper()
+	if s.AddForeign == nil || s.ForeignIntact == nil {
+		t.Skip("the backend cannot hold foreign networks")
+	}
+	return s.AddForeign(t, name, cidr, gateway, tags...)
+}
+
+func testImportUnmanaged(t *testing.T, ctx context.Context, s Setup) {
+	id := foreign(t, s, "provider", "172.18.0.0/24", "172.18.0.1")
+	d := desired(1, "", "")
+	before := writes(s)
+	for i := range 2 {
+		got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+		if err != nil {
+			t.Fatalf("Import #%d: %v", i, err)
+		}
+		checkMatches(t, "Import", got, network.Network{UID: d.UID, Namespace: d.Namespace, Name: d.Name, CIDR: "172.18.0.0/24", Gateway: "172.18.0.1"})
+		if got.NetworkID != id {
+			t.Fatalf("Import returned network %s, want %s", got.NetworkID, id)
+		}
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("an Unmanaged import made %d writes, want none", w)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List = %v, want nothing: an observed network is not ours", uids)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if err := s.ForeignIntact(t, id, "172.18.0.0/24", "172.18.0.1"); err != nil {
+		t.Fatalf("the observed network was touched: %v", err)
+	}
+}
+
+func testImportManaged(t *testing.T, ctx context.Context, s Setup) {
+	id := foreign(t, s, "made-by-terraform", "172.18.1.0/24", "172.18.1.1")
+	d := desired(1, "172.18.1.0/24", "172.18.1.1")
+	got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, true)
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	checkMatches(t, "Import", got, d)
+	if got.Existed {
+		t.Error("the first adoption says it existed")
+	}
+	before := writes(s)
+	again, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, true)
+	if err != nil || !again.Existed || again.NetworkID != id {
+		t.Fatalf("Import again = %+v, %v; want the same network, Existed", again, err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("adopting an adopted network made %d writes, want none", w)
+	}
+	// Adopted, it is the Network's like one created for it.
+	checkMatches(t, "Get of an adopted network", mustGet(t, ctx, s.Backend, d.UID), d)
+	if uids := listUIDs(t, ctx, s.Backend); !slices.Equal(uids, []types.UID{d.UID}) {
+		t.Fatalf("List = %v, want the adopted %s", uids, d.UID)
+	}
+	list, _ := s.Backend.List(ctx)
+	if len(list) != 1 || list[0].Namespace != d.Namespace || list[0].Name != d.Name {
+		t.Fatalf("List = %+v, want it to name %s/%s (garbage collection reads it back)", list, d.Namespace, d.Name)
+	}
+	if _, err := s.Backend.UpdateGateway(ctx, *got, "172.18.1.254"); err != nil {
+		t.Fatalf("UpdateGateway: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if _, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false); !network.IsNotFound(err) {
+		t.Fatalf("Import after Delete: %v, want not found", err)
+	}
+}
+
+func testImportCIDR(t *testing.T, ctx context.Context, s Setup) {
+	id := foreign(t, s, "provider", "172.18.2.0/24", "172.18.2.1")
+	d := desired(1, "172.18.3.0/24", "")
+	_, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+		t.Fatalf("Import asking for a cidr the network has no subnet of: %v, want a permanent BackendRejected error", err)
+	}
+	d.CIDR = "172.18.2.0/24"
+	got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+	if err != nil || got.CIDR != "172.18.2.0/24" {
+		t.Fatalf("Import = %+v, %v", got, err)
+	}
+}
+
+func testImportMissing(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "", "")
+	for _, adopt := range []bool{false, true} {
+		got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: "0b7a5f3e-5a1d-4c1e-9a57-2f1f3c0f6d11"}, adopt)
+		if !network.IsNotFound(err) || network.IsPermanent(err) {
+			t.Fatalf("Import(adopt=%v) of a missing network = %+v, %v; want a transient not-found error", adopt, got, err)
+		}
+	}
+}
+
+func testImportNeverSteals(t *testing.T, ctx context.Context, s Setup) {
+	owner := desired(1, "10.31.0.0/24", "10.31.0.1")
+	created := mustCreate(t, ctx, s.Backend, owner)
+	thief := desired(2, "", "")
+	before := writes(s)
+	_, err := s.Backend.Import(ctx, thief, network.Ref{NetworkID: created.NetworkID}, true)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+		t.Fatalf("adopting another Network's network: %v, want a permanent BackendRejected error", err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("a refused adoption made %d writes", w)
+	}
+	checkMatches(t, "the owner's network after a refused adoption", mustGet(t, ctx, s.Backend, owner.UID), owner)
+	checkNotFound(t, ctx, s.Backend, thief.UID)
+	// Observing it (Unmanaged) takes nothing.
+	if _, err := s.Backend.Import(ctx, thief, network.Ref{NetworkID: created.NetworkID}, false); err != nil {
+		t.Fatalf("observing another Network's network: %v", err)
+	}
+}
+
+func mustGet(t *testing.T, ctx context.Context, b network.Backend, uid types.UID) *network.Network {
+	t.Helper()
+	got, err := b.Get(ctx, uid)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", uid, err)
+	}
+	return got
+}
+
+func testImportFilter(t *testing.T, ctx context.Context, s Setup) {
+	// Names of the test's own: the backend may be shared.
+	name := "app-" + string(uuid.NewUUID())[:8]
+	a, b := "tier="+name, "env=prod"
+	want := foreign(t, s, name, "172.19.0.0/24", "172.19.0.1", a, b)
+	foreign(t, s, name+"-2", "172.19.1.0/24", "172.19.1.1", a, b)                          // shares the prefix
+	foreign(t, s, strings.ToUpper(name[:1])+name[1:], "172.19.2.0/24", "172.19.2.1", a, b) // differs in case
+	some := foreign(t, s, name, "172.19.3.0/24", "172.19.3.1", a)                          // only some of the tags
+	d := desired(1, "", "")
+	before := writes(s)
+	got, err := s.Backend.Import(ctx, d, network.Ref{Name: name, Tags: []string{a, b}}, false)
+	if err != nil || got.NetworkID != want {
+		t.Fatalf("Import by name and tags = %+v, %v; want network %s", got, err, want)
+	}
+	got, err = s.Backend.Import(ctx, d, network.Ref{Tags: []string{b, a}}, false)
+	if err == nil || !network.IsPermanent(err) {
+		t.Fatalf("Import by tags that three networks carry = %+v, %v; want a permanent error", got, err)
+	}
+	_, err = s.Backend.Import(ctx, d, network.Ref{Name: name}, true)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected ||
+		!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), some) {
+		t.Fatalf("Import by a name two networks have: %v; want a permanent BackendRejected error naming %s and %s", err, want, some)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("imports by filter made %d writes, want none", w)
+	}
+	later := name + "-later"
+	if _, err := s.Backend.Import(ctx, d, network.Ref{Name: later}, true); !network.IsNotFound(err) || network.IsPermanent(err) {
+		t.Fatalf("Import of a network not there yet: %v; want a transient not-found error", err)
+	}
+	id := foreign(t, s, later, "172.19.4.0/24", "172.19.4.1")
+	if got, err := s.Backend.Import(ctx, d, network.Ref{Name: later}, true); err != nil || got.NetworkID != id {
+		t.Fatalf("Import once it is there = %+v, %v; want network %s", got, err, id)
+	}
+}
+
+func testDetach(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.32.0.0/24", "10.32.0.1")
+	created := mustCreate(t, ctx, s.Backend, d)
+	if err := s.Backend.Detach(ctx, d); err != nil {
+		t.Fatalf("Detach: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+	if uids := listUIDs(t, ctx, s.Backend); len(uids) != 0 {
+		t.Fatalf("List = %v after Detach, want nothing (garbage collection would delete it)", uids)
+	}
+	before := writes(s)
+	if err := s.Backend.Detach(ctx, d); err != nil {
+		t.Fatalf("Detach again: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete after Detach: %v", err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Detach and Delete of a detached network made %d writes, want none", w)
+	}
+	got, err := s.Backend.Import(ctx, desired(2, "", ""), network.Ref{NetworkID: created.NetworkID}, false)
+	if err != nil || got.SubnetID != created.SubnetID || got.CIDR != d.CIDR || got.Gateway != d.Gateway {
+		t.Fatalf("the detached network = %+v, %v; want it left as it was (%+v)", got, err, *created)
+	}
+	// Nobody's now, it can be adopted again.
+	again := desired(3, "", "")
+	if _, err := s.Backend.Import(ctx, again, network.Ref{NetworkID: created.NetworkID}, true); err != nil {
+		t.Fatalf("adopting the detached network: %v", err)
+	}
+	if err := s.Backend.Delete(ctx, again); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
 }

@@ -32,6 +32,8 @@ const (
 	OpUpdateGateway Op = "UpdateGateway"
 	OpDelete        Op = "Delete"
 	OpList          Op = "List"
+	OpImport        Op = "Import"
+	OpDetach        Op = "Detach"
 )
 
 // FaultFunc is called before every operation (after the latency); a non-nil
@@ -55,6 +57,8 @@ type Object struct {
 	// Owned is false for foreign objects (AddForeign): the controller never
 	// sees or touches them.
 	Owned bool
+	// Tags are a foreign object's, for import filters.
+	Tags []string
 }
 
 // Backend is the in-memory backend. The zero value is not usable; use New.
@@ -123,11 +127,11 @@ func (b *Backend) Stats() Stats {
 // AddForeign adds a network (and subnet) that this controller did not
 // create, as an operator or another tool would, and returns its ID. The
 // backend never returns, changes or deletes it through the Backend methods.
-func (b *Backend) AddForeign(name, cidr, gateway string) string {
+func (b *Backend) AddForeign(name, cidr, gateway string, tags ...string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	id := b.newID("net")
-	b.objects[id] = &Object{Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
+	b.objects[id] = &Object{Tags: tags, Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
 	return id
 }
 
@@ -366,4 +370,76 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 	slices.SortFunc(out, func(x, y network.Network) int { return strings.Compare(x.NetworkID, y.NetworkID) })
 	b.stats.Lists++
 	return out, nil
+}
+
+// Import implements network.Backend. Its network has one subnet, so
+// desired.CIDR only has to match it. Adopting counts as an update (the
+// marks Neutron writes as tags).
+func (b *Backend) Import(ctx context.Context, desired network.Network, ref network.Ref, adopt bool) (*network.Network, error) {
+	if err := b.begin(ctx, OpImport, desired.UID); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.objects[ref.NetworkID]
+	if ref.NetworkID == "" {
+		var ids []string
+		for _, c := range b.objects {
+			if ref.Matches(c.Name, c.Tags) {
+				o = c
+				ids = append(ids, c.NetworkID)
+			}
+		}
+		if len(ids) > 1 {
+			slices.Sort(ids)
+			return nil, network.ErrAmbiguous(ref, ids)
+		}
+	}
+	if o == nil {
+		return nil, fmt.Errorf("import %s: %w", ref, network.ErrNotFound)
+	}
+	b.stats.Gets++
+	if desired.CIDR != "" && !network.SameCIDR(o.CIDR, desired.CIDR) {
+		return nil, network.Permanent("import "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"it has no subnet with cidr %s (its subnet %s has %s): fix spec.cidr or remove it", desired.CIDR, o.SubnetID, o.CIDR))
+	}
+	n := o.Network
+	if !adopt {
+		n.UID, n.Namespace, n.Name, n.Existed = desired.UID, desired.Namespace, desired.Name, false
+		return &n, nil
+	}
+	if o.Owned {
+		if o.UID != desired.UID {
+			return nil, network.Permanent("import "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+				"it belongs to the Network %s/%s (uid %s): a network is never taken from its owner", o.Namespace, o.Name, o.UID))
+		}
+		n.Existed = true
+		return &n, nil
+	}
+	o.Owned, o.UID, o.Namespace, o.Name = true, desired.UID, desired.Namespace, desired.Name
+	b.byUID[desired.UID] = o.NetworkID
+	b.stats.Updates++
+	klog.FromContext(ctx).Info("[Neutron mock] Adopted network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
+		"networkID", o.NetworkID, "subnetID", o.SubnetID)
+	n = o.Network
+	return &n, nil
+}
+
+// Detach implements network.Backend: the network becomes foreign.
+func (b *Backend) Detach(ctx context.Context, n network.Network) error {
+	if err := b.begin(ctx, OpDetach, n.UID); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.lookup(n.UID)
+	if o == nil {
+		return nil
+	}
+	delete(b.byUID, n.UID)
+	o.Owned, o.UID = false, ""
+	b.stats.Updates++
+	klog.FromContext(ctx).Info("[Neutron mock] Detached network", "network", klog.KRef(n.Namespace, n.Name), "uid", n.UID,
+		"networkID", o.NetworkID, "subnetID", o.SubnetID)
+	return nil
 }

@@ -23,8 +23,8 @@ func setup(t *testing.T) backendtest.Setup {
 	b := memory.New()
 	return backendtest.Setup{
 		Backend: b,
-		AddForeign: func(t *testing.T, name, cidr, gateway string) string {
-			return b.AddForeign(name, cidr, gateway)
+		AddForeign: func(t *testing.T, name, cidr, gateway string, tags ...string) string {
+			return b.AddForeign(name, cidr, gateway, tags...)
 		},
 		ForeignIntact: func(t *testing.T, id, cidr, gateway string) error {
 			for _, o := range b.Objects() {

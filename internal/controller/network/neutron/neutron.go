@@ -63,6 +63,11 @@ const (
 	// namespace and name): tags are read back whole, and the controller
 	// needs the namespace and name of what List returns.
 	RefTagPrefix = "k8s-ref-"
+	// DetachedTag replaces our tags on a network and subnet a Network left
+	// behind (onDelete: Detach): their description still names the
+	// Network, and a network with our description and no UID tag would
+	// otherwise be taken for one whose create was interrupted.
+	DetachedTag = "k8s-network-detached"
 
 	// DefaultRequestTimeout bounds each request to Neutron (each page of a
 	// paginated list).
@@ -288,8 +293,21 @@ func (b *Backend) tags(n network.Network) []string {
 	if ns, name := parseDescription(b.description(n)); ns == n.Namespace && name == n.Name {
 		return tags
 	}
+	return append(tags, refTags(n)...)
+}
+
+// adoptTags returns the tags that mark an imported network or subnet as
+// n's: its description is not ours, so the namespace and name are always
+// in tags.
+func (b *Backend) adoptTags(n network.Network) []string {
+	return append([]string{b.uidTag(n.UID), b.managedTag()}, refTags(n)...)
+}
+
+// refTags returns the RefTagPrefix tags naming n's namespace and name.
+func refTags(n network.Network) []string {
 	// Parts short enough for the tag length of older Neutron releases.
 	const part = maxTagLength - len(RefTagPrefix) - len("0=")
+	var tags []string
 	ref := n.Namespace + "/" + n.Name
 	for i := 0; ref != ""; i++ {
 		c := min(part, len(ref))
@@ -572,8 +590,13 @@ func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, err
 
 // tag replaces the tags of a network or subnet of n with its tags plus ours.
 func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, n network.Network) ([]string, error) {
+	return b.addTags(ctx, resource, id, existing, b.tags(n))
+}
+
+// addTags replaces the tags of a network or subnet with existing plus add.
+func (b *Backend) addTags(ctx context.Context, resource, id string, existing, add []string) ([]string, error) {
 	tags := slices.Clone(existing)
-	for _, t := range b.tags(n) {
+	for _, t := range add {
 		if !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
@@ -864,7 +887,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 			return err
 		}
 		for _, n := range untagged {
-			if uidFromTags(n.Tags) == "" {
+			if uidFromTags(n.Tags) == "" && !slices.Contains(n.Tags, DetachedTag) {
 				nets = append(nets, n)
 			}
 		}
@@ -953,6 +976,196 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 		out = append(out, *toNetwork(&nets[i], sub))
 	}
 	return out, nil
+}
+
+// Import implements network.Backend: a GET of the network and a list of
+// its subnets (any project's: a provider network's are the admin's), then,
+// to adopt, a tag write for each of the two not marked yet.
+func (b *Backend) Import(ctx context.Context, desired network.Network, ref network.Ref, adopt bool) (*network.Network, error) {
+	op := "import " + ref.String()
+	n, err := b.findImported(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := b.networkSubnets(ctx, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := pickImported(subs, desired.CIDR)
+	if err != nil {
+		return nil, network.Permanent(op, samplecrdv1.ReasonBackendRejected, err)
+	}
+	out := toNetwork(n, sub)
+	out.UID, out.Namespace, out.Name = desired.UID, desired.Namespace, desired.Name
+	if !adopt {
+		return out, nil
+	}
+	for _, tags := range [][]string{n.Tags, sub.Tags} {
+		if err := b.checkNotOthers(tags, desired.UID); err != nil {
+			return nil, network.Permanent(op, samplecrdv1.ReasonBackendRejected, err)
+		}
+	}
+	out.Existed = true
+	want := b.adoptTags(desired)
+	if !containsAll(n.Tags, want) {
+		if _, err := b.addTags(ctx, "networks", n.ID, n.Tags, want); err != nil {
+			return nil, err
+		}
+		out.Existed = false
+	}
+	if !containsAll(sub.Tags, want) {
+		if _, err := b.addTags(ctx, "subnets", sub.ID, sub.Tags, want); err != nil {
+			return nil, err
+		}
+		out.Existed = false
+	}
+	if !out.Existed {
+		klog.FromContext(ctx).Info("Adopted Neutron network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
+			"networkID", n.ID, "subnetID", sub.ID)
+	}
+	return out, nil
+}
+
+// Detach implements network.Backend: a list of the networks tagged with
+// n.UID and one of their subnets, then a tag write for each that carries
+// our tags.
+func (b *Backend) Detach(ctx context.Context, n network.Network) error {
+	if n.UID == "" {
+		return nil
+	}
+	nets, err := b.findNetworks(ctx, n.UID)
+	if err != nil {
+		return err
+	}
+	for _, net := range nets {
+		subs, err := b.listSubnets(ctx, subnets.ListOpts{NetworkID: net.ID, Tags: b.ownerTags(n.UID)})
+		if err != nil {
+			return err
+		}
+		// Subnets first: a network without our tags is never looked at
+		// again, so it goes last.
+		for _, s := range subs {
+			if err := b.untag(ctx, "subnets", s.ID, s.Tags); err != nil {
+				return err
+			}
+		}
+		if err := b.untag(ctx, "networks", net.ID, net.Tags); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Detached Neutron network: our tags removed, the network and subnet left", "uid", n.UID, "networkID", net.ID)
+	}
+	return nil
+}
+
+// untag replaces the tags of a network or subnet with existing minus ours
+// (the UID, managed-by and ref tags), plus DetachedTag.
+func (b *Backend) untag(ctx context.Context, resource, id string, existing []string) error {
+	keep := slices.DeleteFunc(slices.Clone(existing), func(t string) bool {
+		return strings.HasPrefix(t, UIDTagPrefix) || t == b.managedTag() || strings.HasPrefix(t, RefTagPrefix) || t == DetachedTag
+	})
+	keep = append(keep, DetachedTag)
+	ctx, cancel := b.request(ctx)
+	defer cancel()
+	if _, err := attributestags.ReplaceAll(ctx, b.client, resource, id, attributestags.ReplaceAllOpts{Tags: keep}).Extract(); err != nil {
+		return classify("untag "+strings.TrimSuffix(resource, "s")+" "+id, err)
+	}
+	return nil
+}
+
+// checkNotOthers fails when tags mark an object as another Network's or
+// another controller's.
+func (b *Backend) checkNotOthers(tags []string, uid types.UID) error {
+	if owner := uidFromTags(tags); owner != "" && owner != uid {
+		return fmt.Errorf("it belongs to another Network (tag %s%s): a network is never taken from its owner; import another network, or delete that Network first", UIDTagPrefix, owner)
+	}
+	for _, t := range tags {
+		if strings.HasPrefix(t, ManagedByTagPrefix) && t != b.managedTag() {
+			return fmt.Errorf("another controller manages it (tag %s, ours is %s): a network is never taken from its owner; use managementPolicy: Unmanaged to observe it", t, b.managedTag())
+		}
+	}
+	return nil
+}
+
+func containsAll(have, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// pickImported returns the subnet of an imported network: the one of cidr
+// when set, else the only one.
+func pickImported(subs []subnets.Subnet, cidr string) (*subnets.Subnet, error) {
+	var ids []string
+	for i := range subs {
+		if cidr != "" && network.SameCIDR(canonicalCIDR(subs[i].CIDR), cidr) {
+			return &subs[i], nil
+		}
+		ids = append(ids, subs[i].ID+" ("+subs[i].CIDR+")")
+	}
+	switch {
+	case cidr != "":
+		return nil, fmt.Errorf("it has no subnet with cidr %s (it has %s): fix spec.cidr or remove it", cidr, orNone(ids))
+	case len(subs) == 1:
+		return &subs[0], nil
+	case len(subs) == 0:
+		return nil, errors.New("it has no subnet: add one to it, or import another network")
+	default:
+		return nil, fmt.Errorf("it has several subnets (%s): set spec.cidr to the one to use", strings.Join(ids, ", "))
+	}
+}
+
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// findImported returns the network ref names: a GET by ID, or one list
+// filtered by name and tags (any project's network the credentials see:
+// shared and external ones too), checked again here, since Neutron's
+// name match follows its database's collation (case-insensitive on MySQL).
+func (b *Backend) findImported(ctx context.Context, ref network.Ref) (*networks.Network, error) {
+	op := "import " + ref.String()
+	if ref.NetworkID != "" {
+		rctx, cancel := b.request(ctx)
+		defer cancel()
+		n, err := networks.Get(rctx, b.client, ref.NetworkID).Extract()
+		return n, classify(op, err)
+	}
+	lctx, done := b.turn(ctx)
+	defer done()
+	opts := networks.ListOpts{Name: ref.Name, Tags: strings.Join(ref.Tags, ",")}
+	all, err := listAll(lctx, b.timeout, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
+	if err != nil {
+		return nil, err
+	}
+	var match *networks.Network
+	var ids []string
+	for i := range all {
+		if ref.Matches(all[i].Name, all[i].Tags) {
+			match = &all[i]
+			ids = append(ids, all[i].ID)
+		}
+	}
+	switch {
+	case len(ids) > 1:
+		slices.Sort(ids)
+		return nil, network.ErrAmbiguous(ref, ids)
+	case match == nil:
+		return nil, fmt.Errorf("%s: %w", op, network.ErrNotFound)
+	}
+	return match, nil
+}
+
+// networkSubnets lists the subnets of a network, whatever their project.
+func (b *Backend) networkSubnets(ctx context.Context, networkID string) ([]subnets.Subnet, error) {
+	ctx, done := b.turn(ctx)
+	defer done()
+	return listAll(ctx, b.timeout, "list subnets", subnets.List(b.client, subnets.ListOpts{NetworkID: networkID}), subnets.ExtractSubnets)
 }
 
 // --- errors ---

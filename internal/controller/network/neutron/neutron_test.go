@@ -38,8 +38,8 @@ func TestConformance(t *testing.T) {
 		admin := cloud.Admin(t)
 		return backendtest.Setup{
 			Backend: proxy.Backend(t, cloud, neutron.Options{}),
-			AddForeign: func(t *testing.T, name, cidr, gateway string) string {
-				return cloud.AddNetwork(t, "", name, cidr, gateway).ID
+			AddForeign: func(t *testing.T, name, cidr, gateway string, tags ...string) string {
+				return cloud.AddNetwork(t, "", name, cidr, gateway, tags...).ID
 			},
 			ForeignIntact: func(t *testing.T, id, cidr, gateway string) error {
 				return foreignIntact(t, cloud, admin, id, cidr, gateway)

@@ -2,6 +2,7 @@ package v1
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,12 +75,27 @@ func loadCRDValidator(t testing.TB) *crdValidator {
 	}
 }
 
-func networkObject(spec NetworkSpec) map[string]any {
+// networkObject is a Network with spec as JSON sends it (omitted fields
+// absent); cidr and gateway are always sent, as clients of the version
+// before they were optional did.
+func networkObject(t testing.TB, spec NetworkSpec) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Import == nil {
+		s["cidr"], s["gateway"] = spec.CIDR, spec.Gateway
+	}
 	return map[string]any{
 		"apiVersion": SchemeGroupVersion.String(),
 		"kind":       "Network",
 		"metadata":   map[string]any{"name": "n", "namespace": "default"},
-		"spec":       map[string]any{"cidr": spec.CIDR, "gateway": spec.Gateway},
+		"spec":       s,
 	}
 }
 
@@ -87,11 +103,11 @@ func networkObject(spec NetworkSpec) map[string]any {
 // with spec (old == nil) or updating one from old to spec.
 func (v *crdValidator) validate(t testing.TB, spec NetworkSpec, old *NetworkSpec) field.ErrorList {
 	t.Helper()
-	obj := networkObject(spec)
+	obj := networkObject(t, spec)
 	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.schema)
 	var oldObj any
 	if old != nil {
-		oldObj = networkObject(*old)
+		oldObj = networkObject(t, *old)
 	}
 	celErrs, remaining := v.cel.Validate(context.Background(), nil, v.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
 	if remaining < 0 {
@@ -123,7 +139,7 @@ func TestCRDIsValid(t *testing.T) {
 	for _, c := range columns {
 		cols = append(cols, c.Name+"="+c.JSONPath)
 	}
-	want := `CIDR=.spec.cidr Gateway=.spec.gateway Ready=.status.conditions[?(@.type=="Ready")].status Age=.metadata.creationTimestamp`
+	want := `CIDR=.spec.cidr Gateway=.spec.gateway Policy=.spec.managementPolicy Network=.status.networkID Ready=.status.conditions[?(@.type=="Ready")].status Age=.metadata.creationTimestamp`
 	if got := strings.Join(cols, " "); got != want {
 		t.Errorf("printer columns:\n got %s\nwant %s", got, want)
 	}
@@ -180,20 +196,44 @@ func TestCRDValidationSeedSample(t *testing.T) {
 
 func TestCRDValidationUpdate(t *testing.T) {
 	v := loadCRDValidator(t)
-	old := NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.0.1"}
+	seed := NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.0.1"}
+	byID := NetworkSpec{Import: &NetworkImport{NetworkID: "n1"}}
+	unmanaged := NetworkSpec{ManagementPolicy: ManagementPolicyUnmanaged, Import: &NetworkImport{NetworkID: "n1"}}
+	with := func(s NetworkSpec, change func(*NetworkSpec)) NetworkSpec {
+		change(&s)
+		return s
+	}
 	for _, tc := range []struct {
 		name    string
+		old     *NetworkSpec // nil: the seed's
 		spec    NetworkSpec
 		wantErr string
 	}{
-		{name: "unchanged", spec: old},
+		{name: "policy set to its default", spec: with(seed, func(s *NetworkSpec) { s.ManagementPolicy = ManagementPolicyManaged })},
+		{name: "ondelete changed", spec: with(seed, func(s *NetworkSpec) { s.OnDelete = OnDeleteDetach })},
+		{name: "policy changed to unmanaged", old: &byID, spec: unmanaged,
+			wantErr: "managementPolicy is immutable: delete the Network and create it again with the new policy"},
+		{name: "policy changed to managed", old: &unmanaged, spec: byID, wantErr: "managementPolicy is immutable"},
+		{name: "import added", spec: with(seed, func(s *NetworkSpec) { s.Import = &NetworkImport{NetworkID: "n1"} }),
+			wantErr: "import is immutable: delete the Network and create it again with the import it should have"},
+		{name: "import removed", old: &byID, spec: seed, wantErr: "import is immutable"},
+		{name: "import id changed", old: &byID, spec: NetworkSpec{Import: &NetworkImport{NetworkID: "n2"}}, wantErr: "import is immutable"},
+		{name: "import filter changed", old: &NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{Name: "a"}}},
+			spec: NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{Name: "a", Tags: []string{"t"}}}}, wantErr: "import is immutable"},
+		{name: "import gateway changed", old: &byID, spec: with(byID, func(s *NetworkSpec) { s.Gateway = "10.0.0.1" })},
+		{name: "import cidr added", old: &byID, spec: with(byID, func(s *NetworkSpec) { s.CIDR = "10.0.0.0/8" }), wantErr: "cidr is immutable"},
+		{name: "unchanged", spec: seed},
 		{name: "gateway change", spec: NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.255.254"}},
 		{name: "cidr change", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"},
 			wantErr: "cidr is immutable: Neutron cannot change a subnet's CIDR; delete the Network and create it again with the new cidr"},
 		{name: "cidr widened", spec: NetworkSpec{CIDR: "192.168.0.0/15", Gateway: "192.168.0.1"}, wantErr: "cidr is immutable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := v.validate(t, tc.spec, &old)
+			old := &seed
+			if tc.old != nil {
+				old = tc.old
+			}
+			errs := v.validate(t, tc.spec, old)
 			if tc.wantErr == "" {
 				if len(errs) > 0 {
 					t.Fatalf("the API server would reject the update to %+v: %v", tc.spec, errs.ToAggregate())

@@ -29,9 +29,16 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	cidrPath, gwPath := p.Child("cidr"), p.Child("gateway")
 
+	errs = append(errs, validatePolicies(spec, p)...)
+	imported := spec.Import != nil
+
 	var cidrOK, gwOK bool
 	prefix, err := parseField(cidrPath, spec.CIDR, MaxCIDRLength, cidrUsage, parseCIDR)
 	switch {
+	case spec.CIDR == "" && imported:
+		// Optional with import: the imported subnet's.
+	case spec.CIDR == "":
+		errs = append(errs, field.Required(cidrPath, cidrRequired))
 	case err != nil:
 		errs = append(errs, err)
 	case prefix.Masked() != prefix:
@@ -46,6 +53,9 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 
 	addr, err := parseField(gwPath, spec.Gateway, MaxGatewayLength, gatewayUsage, parseIP)
 	switch {
+	case spec.Gateway == "" && imported:
+	case spec.Gateway == "":
+		errs = append(errs, field.Required(gwPath, gatewayRequired))
 	case err != nil:
 		errs = append(errs, err)
 	case addr.String() != spec.Gateway:
@@ -68,6 +78,82 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// validatePolicies checks managementPolicy, import and onDelete as the
+// CRD's rules do on create.
+func validatePolicies(spec NetworkSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch spec.ManagementPolicy {
+	case "", ManagementPolicyManaged:
+	case ManagementPolicyUnmanaged:
+		if spec.Import == nil {
+			errs = append(errs, field.Required(p.Child("import"), unmanagedNeedsImport))
+		}
+		if spec.OnDelete != "" {
+			errs = append(errs, field.Forbidden(p.Child("onDelete"), onDeleteOnUnmanaged))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("managementPolicy"), spec.ManagementPolicy,
+			[]ManagementPolicy{ManagementPolicyManaged, ManagementPolicyUnmanaged}))
+	}
+	switch spec.OnDelete {
+	case "", OnDeleteDelete, OnDeleteDetach:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("onDelete"), spec.OnDelete, []OnDeletePolicy{OnDeleteDelete, OnDeleteDetach}))
+	}
+	if spec.Import == nil {
+		return errs
+	}
+	ip := p.Child("import")
+	imp := spec.Import
+	switch {
+	case imp.NetworkID != "" && imp.Filter != nil:
+		errs = append(errs, field.Invalid(ip, "networkID and filter", importBoth))
+	case imp.NetworkID == "" && imp.Filter == nil:
+		errs = append(errs, field.Required(ip, importNeither))
+	case len(imp.NetworkID) > maxNameLength:
+		errs = append(errs, field.TooLong(ip.Child("networkID"), "", maxNameLength))
+	case imp.Filter != nil:
+		fp := ip.Child("filter")
+		f := imp.Filter
+		if f.Name == "" && len(f.Tags) == 0 {
+			errs = append(errs, field.Required(fp, emptyFilter))
+		}
+		if len(f.Name) > maxNameLength {
+			errs = append(errs, field.TooLong(fp.Child("name"), "", maxNameLength))
+		}
+		if len(f.Tags) > maxFilterTags {
+			errs = append(errs, field.TooMany(fp.Child("tags"), len(f.Tags), maxFilterTags))
+		}
+		seen := map[string]bool{}
+		for i, tag := range f.Tags {
+			switch {
+			case tag == "":
+				errs = append(errs, field.Required(fp.Child("tags").Index(i), "a tag cannot be empty"))
+			case len(tag) > maxNameLength:
+				errs = append(errs, field.TooLong(fp.Child("tags").Index(i), "", maxNameLength))
+			case seen[tag]:
+				errs = append(errs, field.Duplicate(fp.Child("tags").Index(i), tag))
+			}
+			seen[tag] = true
+		}
+	}
+	return errs
+}
+
+// Bounds and messages of the import and policy rules (see the markers in
+// types.go: the two say the same).
+const (
+	maxNameLength        = 255
+	maxFilterTags        = 32
+	unmanagedNeedsImport = "an Unmanaged Network only observes an existing Neutron network: set import.networkID or import.filter, or use managementPolicy: Managed to have one created"
+	onDeleteOnUnmanaged  = "onDelete applies only to Managed Networks: deleting an Unmanaged Network never touches Neutron; remove onDelete"
+	importBoth           = "import takes networkID or filter, not both: keep networkID to bind that network, or filter to find it by name and tags"
+	importNeither        = "import needs networkID or filter: set networkID to the Neutron network's ID, or filter to its exact name and/or tags"
+	cidrRequired         = "cidr is required unless import is set: give the network's address range, such as 192.168.0.0/16, or import an existing Neutron network"
+	gatewayRequired      = "gateway is required unless import is set: give the subnet's gateway, such as 192.168.0.1, or import an existing Neutron network"
+	emptyFilter          = "filter must set name or tags: an empty filter would match every network; give the network's exact name and/or tags it carries"
+)
 
 // What a cidr and a gateway must be, for a missing or unparsable one.
 const (

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1
 
+import (
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+)
+
 // NetworkSpecApplyConfiguration represents a declarative configuration of the NetworkSpec type for use
 // with apply.
 //
@@ -29,12 +33,30 @@ type NetworkSpecApplyConfiguration struct {
 	// canonical CIDR notation (host bits zero, e.g. 192.168.0.0/16 or
 	// fd00:10::/64). It becomes the CIDR of the backend subnet and cannot be
 	// changed afterwards: to move a Network to another range, delete it and
-	// create it again.
+	// create it again. Required unless import is set; with import it picks
+	// the subnet of a network that has several, and a subnet with another
+	// CIDR is reported, never changed.
 	CIDR *string `json:"cidr,omitempty"`
 	// Gateway is the subnet's gateway: an IP address of the same family as
 	// cidr, inside cidr, in canonical form (e.g. 192.168.0.1 or fd00:10::1).
-	// It can be changed.
+	// It can be changed. Required unless import is set; with import it is
+	// the desired gateway (Managed) or what the subnet is expected to have
+	// (Unmanaged: a difference is reported, never repaired).
 	Gateway *string `json:"gateway,omitempty"`
+	// ManagementPolicy says whether the controller owns the Neutron network
+	// (Managed: it creates or adopts it, keeps it as the spec says and
+	// deletes it as onDelete says) or only observes it (Unmanaged: it never
+	// writes to Neutron, not even on deletion; import is then required).
+	// Immutable.
+	ManagementPolicy *samplecrdv1.ManagementPolicy `json:"managementPolicy,omitempty"`
+	// Import binds the Network to an existing Neutron network instead of
+	// creating one. Immutable.
+	Import *NetworkImportApplyConfiguration `json:"import,omitempty"`
+	// OnDelete says what deleting a Managed Network does to its Neutron
+	// network: Delete (the default) deletes it and its subnet; Detach removes
+	// only the controller's ownership tags and leaves both in place. Not
+	// allowed on an Unmanaged Network, which never touches Neutron.
+	OnDelete *samplecrdv1.OnDeletePolicy `json:"onDelete,omitempty"`
 }
 
 // NetworkSpecApplyConfiguration constructs a declarative configuration of the NetworkSpec type for use with
@@ -56,5 +78,29 @@ func (b *NetworkSpecApplyConfiguration) WithCIDR(value string) *NetworkSpecApply
 // If called multiple times, the Gateway field is set to the value of the last call.
 func (b *NetworkSpecApplyConfiguration) WithGateway(value string) *NetworkSpecApplyConfiguration {
 	b.Gateway = &value
+	return b
+}
+
+// WithManagementPolicy sets the ManagementPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagementPolicy field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithManagementPolicy(value samplecrdv1.ManagementPolicy) *NetworkSpecApplyConfiguration {
+	b.ManagementPolicy = &value
+	return b
+}
+
+// WithImport sets the Import field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Import field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithImport(value *NetworkImportApplyConfiguration) *NetworkSpecApplyConfiguration {
+	b.Import = value
+	return b
+}
+
+// WithOnDelete sets the OnDelete field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OnDelete field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithOnDelete(value samplecrdv1.OnDeletePolicy) *NetworkSpecApplyConfiguration {
+	b.OnDelete = &value
 	return b
 }

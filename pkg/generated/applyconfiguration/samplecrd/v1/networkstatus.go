@@ -38,6 +38,10 @@ type NetworkStatusApplyConfiguration struct {
 	NetworkID *string `json:"networkID,omitempty"`
 	// SubnetID is the backend's ID of the subnet (the Neutron subnet ID).
 	SubnetID *string `json:"subnetID,omitempty"`
+	// Network is the Neutron network as last observed.
+	Network *NetworkObservationApplyConfiguration `json:"network,omitempty"`
+	// Subnet is the Neutron subnet as last observed.
+	Subnet *SubnetObservationApplyConfiguration `json:"subnet,omitempty"`
 }
 
 // NetworkStatusApplyConfiguration constructs a declarative configuration of the NetworkStatus type for use with
@@ -80,5 +84,21 @@ func (b *NetworkStatusApplyConfiguration) WithNetworkID(value string) *NetworkSt
 // If called multiple times, the SubnetID field is set to the value of the last call.
 func (b *NetworkStatusApplyConfiguration) WithSubnetID(value string) *NetworkStatusApplyConfiguration {
 	b.SubnetID = &value
+	return b
+}
+
+// WithNetwork sets the Network field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Network field is set to the value of the last call.
+func (b *NetworkStatusApplyConfiguration) WithNetwork(value *NetworkObservationApplyConfiguration) *NetworkStatusApplyConfiguration {
+	b.Network = value
+	return b
+}
+
+// WithSubnet sets the Subnet field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Subnet field is set to the value of the last call.
+func (b *NetworkStatusApplyConfiguration) WithSubnet(value *SubnetObservationApplyConfiguration) *NetworkStatusApplyConfiguration {
+	b.Subnet = value
 	return b
 }

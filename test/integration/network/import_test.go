@@ -1,0 +1,195 @@
+package network
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// The request budgets of an import, counted in Neutron's own access log.
+const (
+	// maxRequestsPerObserve: the network's GET and its subnets' list.
+	maxRequestsPerObserve = 2
+	// maxRequestsPerAdopt: those two, and a tag write each for the
+	// network and the subnet.
+	maxRequestsPerAdopt = maxRequestsPerObserve + 2
+)
+
+func importByID(name, id string, policy samplecrdv1.ManagementPolicy, cidr, gateway string) *samplecrdv1.Network {
+	n := newNetwork(name, cidr, gateway)
+	n.Spec.ManagementPolicy = policy
+	n.Spec.Import = &samplecrdv1.NetworkImport{NetworkID: id}
+	return n
+}
+
+// notLists drops the scans' Lists from reqs.
+func notLists(reqs []neutrontest.Request, managedBy string) []neutrontest.Request {
+	return slices.DeleteFunc(slices.Clone(reqs), func(r neutrontest.Request) bool { return r.IsList(managedBy) })
+}
+
+// TestNeutronImportByID imports existing Neutron networks by ID on the real
+// OpenStack: Unmanaged, it only ever reads (Neutron's access log shows no
+// write to the network across its whole life: bind, a network deleted
+// behind its back, its deletion); Managed, it adopts (tags) and keeps the
+// gateway; a network another controller manages is refused, untouched.
+func TestNeutronImportByID(t *testing.T) {
+	e, cloud, managedBy, user := neutronUserEnv(t)
+	admin := cloud.Admin(t)
+	observed := cloud.AddNetwork(t, "", "imported-unmanaged", "10.43.0.0/24", "10.43.0.1")
+	adopted := cloud.AddNetwork(t, "", "imported-managed", "10.43.1.0/24", "10.43.1.1")
+	others := cloud.AddNetwork(t, "", "imported-others", "10.43.2.0/24", "10.43.2.1", neutron.ManagedByTagPrefix+"someone-else")
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startNeutron(managedBy, 0)
+
+	// Unmanaged: bound with reads only; the spec's expectations hold.
+	e.create(importByID("observed", observed.ID, samplecrdv1.ManagementPolicyUnmanaged, "10.43.0.0/24", ""))
+	n := e.waitReady("observed", metav1.ConditionTrue, samplecrdv1.ReasonObserved)
+	if n.Status.NetworkID != observed.ID || n.Status.SubnetID == "" {
+		t.Errorf("status = %+v, want network %s and its subnet", n.Status, observed.ID)
+	}
+	bind := notLists(requests(t, log, user), managedBy)
+	t.Logf("Neutron requests to bind an Unmanaged Network: %d: %v", len(bind), bind)
+	if len(bind) > maxRequestsPerObserve {
+		t.Errorf("%d requests to bind an Unmanaged Network, want at most %d: %v", len(bind), maxRequestsPerObserve, bind)
+	}
+
+	// Managed: adopted (tagged), then the gateway the spec asks for.
+	if err := log.Reset(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.create(importByID("adopted", adopted.ID, "", "", ""))
+	n = e.waitReady("adopted", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	bind = notLists(requests(t, log, user), managedBy)
+	t.Logf("Neutron requests to bind a Managed Network: %d: %v", len(bind), bind)
+	if len(bind) > maxRequestsPerAdopt {
+		t.Errorf("%d requests to bind a Managed Network, want at most %d: %v", len(bind), maxRequestsPerAdopt, bind)
+	}
+	e.waitEvent("adopted", corev1.EventTypeNormal, network.ReasonAdopted, adopted.ID)
+	got, err := networks.Get(e.ctx, admin, adopted.ID).Extract()
+	if err != nil || !slices.Contains(got.Tags, neutron.ManagedByTagPrefix+managedBy) || !slices.Contains(got.Tags, neutron.UIDTagPrefix+string(n.UID)) {
+		t.Errorf("the adopted network = %+v, %v; want our tags on it", got, err)
+	}
+	e.edit("adopted", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.43.1.254" })
+	framework.Eventually(t, timeout, "the adopted subnet's gateway set", func(ctx context.Context) (bool, error) {
+		s, err := subnets.Get(ctx, admin, n.Status.SubnetID).Extract()
+		return err == nil && s.GatewayIP == "10.43.1.254", err
+	})
+
+	// Another controller's network: refused, untouched.
+	e.create(importByID("thief", others.ID, samplecrdv1.ManagementPolicyManaged, "", ""))
+	n = e.waitReady("thief", metav1.ConditionFalse, samplecrdv1.ReasonBackendRejected)
+	if c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady); !strings.Contains(c.Message, "another controller manages it") {
+		t.Errorf("Ready = %+v, want it to say another controller manages the network", c)
+	}
+	if got, err := networks.Get(e.ctx, admin, others.ID).Extract(); err != nil || len(got.Tags) != 1 {
+		t.Errorf("another controller's network = %+v, %v; want it untouched", got, err)
+	}
+
+	// The observed network deleted behind the Network's back: reported,
+	// never recreated.
+	if err := networks.Delete(e.ctx, admin, observed.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.edit("observed", func(n *samplecrdv1.Network) { n.Labels = map[string]string{"look": "again"} })
+	e.waitReady("observed", metav1.ConditionFalse, samplecrdv1.ReasonImportNotFound)
+	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "observed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("observed")
+	e.waitEvent("observed", corev1.EventTypeNormal, network.ReasonReleased, "left as it is")
+	if nets := cloud.Networks(t, admin, neutron.ManagedByTagPrefix+managedBy); len(nets) != 1 || nets[0].ID != adopted.ID {
+		t.Errorf("networks of ours = %v, want only the adopted %s (nothing recreated)", nets, adopted.ID)
+	}
+
+	// Across the Unmanaged Network's whole life: no write for it, and the
+	// writes there were are the adoption's and the gateway's.
+	all := requests(t, whole, user)
+	for _, r := range all {
+		if r.Method == "GET" {
+			continue
+		}
+		if strings.Contains(r.Path, observed.ID) || strings.Contains(r.Path, others.ID) || r.Method != "PUT" {
+			t.Errorf("write %s: an Unmanaged or refused import must never write", r)
+		}
+	}
+	t.Logf("Neutron requests of the whole test: %d", len(all))
+}
+
+// TestNeutronDetachSurvivesRestartAndGC: deleting a Network with onDelete:
+// Detach leaves its Neutron network and subnet, without our tags; neither
+// the running controller's scans nor a restarted one's delete them.
+func TestNeutronDetachSurvivesRestartAndGC(t *testing.T) {
+	e, cloud, managedBy, user := neutronUserEnv(t)
+	admin := cloud.Admin(t)
+	e.startNeutron(managedBy, time.Second)
+	n := newNetwork("left", "10.44.0.0/24", "10.44.0.1")
+	n.Spec.OnDelete = samplecrdv1.OnDeleteDetach
+	e.create(n)
+	ready := e.waitReady("left", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	t.Cleanup(func() { _ = networks.Delete(context.Background(), admin, ready.Status.NetworkID).ExtractErr() })
+	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "left", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("left")
+	e.waitEvent("left", corev1.EventTypeNormal, network.ReasonDetached, "left as they are")
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startNeutron(managedBy, time.Second)
+	framework.Eventually(t, timeout, "two scans after the restart", func(ctx context.Context) (bool, error) {
+		reqs, err := log.Requests(ctx, user.ID)
+		if err != nil {
+			return false, err
+		}
+		lists := 0
+		for _, r := range reqs {
+			if r.IsList(managedBy) {
+				lists++
+			}
+		}
+		return lists >= 2*scanRequests, nil
+	})
+	got, err := networks.Get(e.ctx, admin, ready.Status.NetworkID).Extract()
+	if err != nil {
+		t.Fatalf("the detached network is gone: %v", err)
+	}
+	for _, tag := range got.Tags {
+		if strings.HasPrefix(tag, neutron.UIDTagPrefix) || strings.HasPrefix(tag, neutron.ManagedByTagPrefix) {
+			t.Errorf("the detached network still carries %s", tag)
+		}
+	}
+	subs := cloud.Subnets(t, admin, got.ID)
+	if len(subs) != 1 || subs[0].ID != ready.Status.SubnetID || subs[0].GatewayIP != "10.44.0.1" {
+		t.Errorf("the detached network's subnets = %+v, want %s as it was", subs, ready.Status.SubnetID)
+	}
+	for _, r := range requests(t, log, user) {
+		if r.Method != "GET" {
+			t.Errorf("a restart after a Detach wrote %s", r)
+		}
+	}
+}
