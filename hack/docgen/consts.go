@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 )
 
 // constant is one exported string constant and what its doc comment says.
@@ -101,6 +103,9 @@ func describe(c constant) string {
 	if !ok {
 		return "`" + c.Value + "`: " + prose(c.Doc)
 	}
+	if strings.HasPrefix(rest, " ") {
+		return "`" + c.Value + "` " + prose(rest)
+	}
 	return "`" + c.Value + "`" + prose(rest)
 }
 
@@ -149,6 +154,23 @@ func annotationReference(root string, files map[string][]byte) error {
 	b.WriteString("# Service annotation reference\n\nThe annotations ingress-manager reads on a Service. " +
 		"See [the ingress-manager guide](../ingress-manager.md) for how they combine.\n")
 	writeGroups(&b, groups, func(g constGroup) string { return title(g.Doc, g.Pkg) })
+	b.WriteString("\n## Keys of ingress/annotations only an Ingress controller reads\n\n" +
+		"On an HTTPRoute these keys mean nothing: a Service on a Gateway gets a Warning `IgnoredForHTTPRoute` naming them. " +
+		"Those under *restricts access* keep the Service on its Ingress (Warning `AccessControlOnIngress`) until " +
+		"`ingress/gateway-acknowledged` lists them (or is `*`) or they are removed. A pattern ending in `*` stands for every key " +
+		"that starts with it. Keys of any other prefix are put on the HTTPRoute as on the Ingress. " +
+		"From `ingressmanager.IngressOnlyFamilies` ([ingressonly.go](../../internal/controller/ingressmanager/ingressonly.go)).\n\n" +
+		"| prefix | read by | restricts access | with the Gateway API instead |\n|---|---|---|---|\n")
+	for _, f := range ingressmanager.IngressOnlyFamilies() {
+		access := []string{}
+		for _, a := range f.Access {
+			access = append(access, "`"+a+"`")
+		}
+		if len(access) == 0 {
+			access = append(access, "none")
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Prefix, cell(f.Reader), strings.Join(access, ", "), cell(f.Instead))
+	}
 	files["docs/reference/annotations.md"] = []byte(b.String())
 	return nil
 }

@@ -7,7 +7,9 @@
 //   - intent.go: Builder.Parse reads a Service's ingress/* annotations and
 //     ports, once per sync, into an Intent: its Target (none, Ingress or
 //     HTTPRoute), host, path, port, class, TLS, Gateway, and every Problem
-//     found. No annotation is read anywhere else.
+//     found. No annotation is read anywhere else. ingressonly.go holds the
+//     table of ingress/annotations keys only an Ingress controller reads,
+//     and which of them restrict access.
 //   - render.go: Intent.Ingress and Intent.HTTPRoute are pure renderings of
 //     it, or an *InvalidError listing the problems of that rendering.
 //   - sync.go: the sync of one Service, a switch on the Target, and the

@@ -58,6 +58,12 @@ const (
 	// AnnotationGatewayListener sets the parentRef's sectionName: the
 	// Gateway listener the route attaches to.
 	AnnotationGatewayListener = "ingress/gateway-listener"
+	// AnnotationGatewayAcknowledged lists, separated by commas, the keys of
+	// ingress/annotations that restrict access on the Ingress and that the
+	// HTTPRoute may do without (the Gateway enforces the equivalent), or
+	// "*" for every one. Until each such key is listed (or removed) the
+	// Service stays on its Ingress. Default: none.
+	AnnotationGatewayAcknowledged = "ingress/gateway-acknowledged"
 	// AnnotationURL is the default of --ingress-url-annotation, the
 	// annotation the controller writes (never reads as a setting) with the
 	// URL the Service is served at, once it is: "https://" with
@@ -79,6 +85,11 @@ const (
 	// ReasonIgnoredForRoute: an annotation that only means something for an
 	// Ingress is set on a Service that gets an HTTPRoute.
 	ReasonIgnoredForRoute = "IgnoredForHTTPRoute"
+	// ReasonAccessControlOnIngress: ingress/annotations restricts access
+	// with keys only an Ingress controller enforces, so the Service stays
+	// on (or goes back to) its Ingress until they are listed in
+	// ingress/gateway-acknowledged or removed.
+	ReasonAccessControlOnIngress = "AccessControlOnIngress"
 )
 
 // routePathChars is the character set the HTTPRoute CRD allows in an Exact
@@ -395,6 +406,13 @@ type Intent struct {
 	// IngressOnly lists the annotations set on the Service that only an
 	// Ingress reads (an HTTPRoute ignores them).
 	IngressOnly []string
+	// IngressOnlyAnnotations lists the keys of ingress/annotations that
+	// only an Ingress controller reads (IngressOnlyFamilies), sorted.
+	IngressOnlyAnnotations []string
+	// AccessControl lists those of IngressOnlyAnnotations that restrict
+	// access and ingress/gateway-acknowledged does not list, sorted: while
+	// there is one, an HTTPRoute target is served by an Ingress.
+	AccessControl []string
 	// URL is where the Service is served once its Ingress or HTTPRoute
 	// serves it; "" when there is no single host to name.
 	URL string
@@ -452,6 +470,7 @@ func (b *Builder) Parse(svc *corev1.Service) *Intent {
 	add(TargetNone, p)
 	if p == nil {
 		add(TargetIngress, classConflict(in.Annotations, in.Class))
+		in.IngressOnlyAnnotations, in.AccessControl = classifyIngressOnly(in.Annotations, ann)
 	}
 	for _, k := range []string{AnnotationClass, AnnotationTLSSecret} {
 		if _, ok := ann[k]; ok {

@@ -88,8 +88,32 @@ func TestParse(t *testing.T) {
 			ann: map[string]string{AnnotationAnnotations: `{"kubernetes.io/ingress.class": "traefik"}`},
 			want: func(in *Intent) {
 				in.Class, in.Annotations = "nginx", map[string]string{"kubernetes.io/ingress.class": "traefik"}
+				in.IngressOnlyAnnotations = []string{"kubernetes.io/ingress.class"}
 			},
 			problems: []problem{{ReasonInvalidAnnotations, TargetIngress}}},
+		{name: "keys of ingress/annotations only an Ingress controller reads, and those that restrict access",
+			ann: map[string]string{AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/rewrite-target": "/",
+				"traefik.ingress.kubernetes.io/router.middlewares": "default-auth@kubernetescrd", "external-dns.alpha.kubernetes.io/ttl": "60", "a": "b"}`},
+			want: func(in *Intent) {
+				in.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/rewrite-target": "/",
+					"traefik.ingress.kubernetes.io/router.middlewares": "default-auth@kubernetescrd", "external-dns.alpha.kubernetes.io/ttl": "60", "a": "b"}
+				in.IngressOnlyAnnotations = []string{"nginx.ingress.kubernetes.io/auth-type", "nginx.ingress.kubernetes.io/rewrite-target", "traefik.ingress.kubernetes.io/router.middlewares"}
+				in.AccessControl = []string{"nginx.ingress.kubernetes.io/auth-type", "traefik.ingress.kubernetes.io/router.middlewares"}
+			}},
+		{name: "ingress/gateway-acknowledged lists the access keys the route may do without",
+			ann: map[string]string{AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "s"}`,
+				AnnotationGatewayAcknowledged: " nginx.ingress.kubernetes.io/auth-type ,nginx.ingress.kubernetes.io/auth-realm"},
+			want: func(in *Intent) {
+				in.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "s"}
+				in.IngressOnlyAnnotations = []string{"nginx.ingress.kubernetes.io/auth-secret", "nginx.ingress.kubernetes.io/auth-type"}
+				in.AccessControl = []string{"nginx.ingress.kubernetes.io/auth-secret"}
+			}},
+		{name: "ingress/gateway-acknowledged * acknowledges every key",
+			ann: map[string]string{AnnotationAnnotations: `{"haproxy.org/allow-list": "192.0.2.0/24"}`, AnnotationGatewayAcknowledged: "*"},
+			want: func(in *Intent) {
+				in.Annotations = map[string]string{"haproxy.org/allow-list": "192.0.2.0/24"}
+				in.IngressOnlyAnnotations = []string{"haproxy.org/allow-list"}
+			}},
 		{name: "no ports: a problem of the Service itself", ports: []corev1.ServicePort{},
 			want: func(in *Intent) { in.Port = 0 }, problems: []problem{{ReasonNoPorts, TargetNone}}},
 	} {

@@ -352,3 +352,62 @@ func TestEveryGatewayControllerIsReportedOnce(t *testing.T) {
 		t.Errorf("%d %s Events over 4 syncs, want 2 (one per Gateway controller)", n, ReasonHTTPRouteNotAccepted)
 	}
 }
+
+// TestAccessControlKeepsTheIngress: a Service whose ingress/annotations
+// restrict access with keys only an Ingress controller enforces is never
+// served by an HTTPRoute alone: on a Gateway it keeps its Ingress (the move
+// waits), and one already on a route goes back to an Ingress, the route kept
+// until the Ingress has an address. Acknowledging the keys lets it move.
+func TestAccessControlKeepsTheIngress(t *testing.T) {
+	auth := `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "basic-auth"}`
+	onGateway := func(extra map[string]string) *corev1.Service {
+		svc := service(map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: auth}, port("http", 80))
+		for k, v := range extra {
+			svc.Annotations[k] = v
+		}
+		return svc
+	}
+	for _, tc := range []struct {
+		name    string
+		svc     *corev1.Service
+		ingress func(*networkingv1.Ingress) // nil: none
+		route   func(*gatewayv1.HTTPRoute)  // nil: none
+		want    []string
+		reasons []string
+	}{
+		{name: "on its Ingress: it stays, with no route made",
+			svc: onGateway(nil), ingress: withAddress,
+			reasons: []string{ReasonAccessControlOnIngress}},
+		{name: "on a route: an Ingress again, the route kept",
+			svc: onGateway(nil), route: acceptedAt(1),
+			want: []string{"create ingresses"}, reasons: []string{ReasonAccessControlOnIngress, ReasonIngressCreated}},
+		{name: "on a route, its new Ingress without an address yet: the route stays",
+			svc: onGateway(nil), ingress: func(*networkingv1.Ingress) {}, route: acceptedAt(1),
+			reasons: []string{ReasonAccessControlOnIngress, ReasonWaitingForIngress}},
+		{name: "on a route, its new Ingress has an address: the route goes",
+			svc: onGateway(nil), ingress: withAddress, route: acceptedAt(1),
+			want: []string{"delete httproutes"}, reasons: []string{ReasonAccessControlOnIngress, ReasonHTTPRouteDeleted}},
+		{name: "acknowledged only in part: it stays",
+			svc: onGateway(map[string]string{AnnotationGatewayAcknowledged: "nginx.ingress.kubernetes.io/auth-type"}), ingress: withAddress,
+			reasons: []string{ReasonAccessControlOnIngress}},
+		{name: "acknowledged: the route is made, and the Ingress goes once it is accepted",
+			svc:     onGateway(map[string]string{AnnotationGatewayAcknowledged: "nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type"}),
+			ingress: withAddress, route: acceptedAt(1),
+			want: []string{"delete ingresses"}, reasons: []string{ReasonIgnoredForRoute, ReasonIngressDeleted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.c.settling.settle = 0
+			if tc.ingress != nil {
+				f.addIngress(tc.svc, tc.ingress)
+			}
+			if tc.route != nil {
+				f.addRoute(tc.svc, tc.route)
+			}
+			f.syncExpecting(tc.svc, tc.want)
+			if got := f.reasons(); !slices.Equal(got, tc.reasons) {
+				t.Errorf("Events = %q, want %q", got, tc.reasons)
+			}
+		})
+	}
+}

@@ -122,6 +122,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
 			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
 	}
+	if rendering == TargetHTTPRoute && len(in.AccessControl) > 0 && in.invalid(TargetHTTPRoute) == nil {
+		// An HTTPRoute would serve the Service without the access control
+		// only its Ingress controller enforces: keep (or go back to) the
+		// Ingress until the user says the Gateway side has it.
+		rendering = TargetIngress
+		r.warn(ReasonAccessControlOnIngress, "", fmt.Sprintf(
+			"the Service asks for an HTTPRoute attached to Gateway %s, but %s restricts access with %s, which an HTTPRoute ignores; "+
+				"it stays on an Ingress so that it is not served without them. Enforce the equivalent on the Gateway side (%s), "+
+				"then list the keys in %s (or \"*\") or remove them from %s",
+			in.Gateway, AnnotationAnnotations, describeKeys(in.AccessControl), insteadOf(in.AccessControl),
+			AnnotationGatewayAcknowledged, AnnotationAnnotations))
+	}
 	if rendering == TargetHTTPRoute {
 		err = c.syncRoute(ctx, svc, in, ing, route, r)
 	} else {
@@ -268,6 +280,11 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
 			"%s %s only for an Ingress and %s ignored for HTTPRoute %s: the Gateway's listener decides the class and terminates TLS",
 			strings.Join(ignored, " and "), plural(len(ignored), "is", "are"), plural(len(ignored), "is", "are"), desired.Name))
+	}
+	if ignored := in.IngressOnlyAnnotations; len(ignored) > 0 {
+		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
+			"%s sets %s, read only by an Ingress controller and ignored on HTTPRoute %s; with the Gateway API, use instead: %s",
+			AnnotationAnnotations, describeKeys(ignored), desired.Name, insteadOf(ignored)))
 	}
 	// The Ingress, if any, goes on a later sync, once the Gateway accepted
 	// the route (its status update brings the Service back).

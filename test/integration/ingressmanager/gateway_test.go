@@ -459,3 +459,57 @@ func TestRouteBadInputAndForeignRoute(t *testing.T) {
 		t.Errorf("httproute writes = %d, want 1 (the tls Service's route only) (%s)", n, e.writes)
 	}
 }
+
+// TestAccessControlKeepsTheIngressUntilAcknowledged: a Service whose
+// ingress/annotations restrict access with keys only its Ingress
+// controller enforces is never served by an HTTPRoute alone: asked onto a
+// Gateway it stays on its Ingress with a Warning, moves once the keys are
+// acknowledged, and goes back to an Ingress when the acknowledgement goes.
+func TestAccessControlKeepsTheIngressUntilAcknowledged(t *testing.T) {
+	e := setup(t)
+	const auth = `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "basic-auth", "nginx.ingress.kubernetes.io/rewrite-target": "/"}`
+	e.createService(framework.SeedService(e.ns, "private", map[string]string{"ingress/http": "nginx", "ingress/annotations": auth}))
+	e.waitIngress("private", "the Ingress", nil)
+	e.setIngressAddress("private")
+
+	// Asked onto a Gateway: the sync that would make the route says why it
+	// does not, and the Ingress keeps serving.
+	e.annotate("private", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.waitEvent("private", corev1.EventTypeWarning, "AccessControlOnIngress",
+		"restricts access with nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type (ingress-nginx), which an HTTPRoute ignores")
+	if e.routeExists("private") {
+		t.Fatal("an HTTPRoute was made for a Service whose access control only its Ingress enforces")
+	}
+	if !e.ingressExists("private") {
+		t.Fatal("the Ingress went")
+	}
+
+	// Acknowledged in part: still no route.
+	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": ptr.To("nginx.ingress.kubernetes.io/auth-type")})
+	e.waitEvent("private", corev1.EventTypeWarning, "AccessControlOnIngress", "restricts access with nginx.ingress.kubernetes.io/auth-secret (ingress-nginx)")
+	if e.routeExists("private") {
+		t.Fatal("an HTTPRoute was made while one access key is not acknowledged")
+	}
+
+	// Acknowledged: the move, with the ignored keys named.
+	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": ptr.To("*")})
+	e.waitRoute("private", "the route once the access control is acknowledged", nil)
+	e.waitEvent("private", corev1.EventTypeWarning, "IgnoredForHTTPRoute",
+		"ingress/annotations sets nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type, nginx.ingress.kubernetes.io/rewrite-target (ingress-nginx), read only by an Ingress controller")
+	e.setRouteStatus("private", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.waitNoIngress("private", "the Ingress deleted once the route is accepted")
+
+	// The acknowledgement withdrawn: back on an Ingress, the route kept
+	// until the Ingress has an address.
+	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": nil})
+	e.waitIngress("private", "an Ingress again", nil)
+	e.waitEvent("private", corev1.EventTypeNormal, "WaitingForIngress", "until Ingress private has an address")
+	if !e.routeExists("private") {
+		t.Fatal("the route went before the Ingress had an address")
+	}
+	e.setIngressAddress("private")
+	e.waitNoRoute("private", "the route deleted once the Ingress has an address")
+	if n := e.m.CountLogs("Error syncing"); n != 0 {
+		t.Errorf("%d sync errors", n)
+	}
+}

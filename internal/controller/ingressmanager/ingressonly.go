@@ -1,0 +1,158 @@
+package ingressmanager
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// IngressOnlyFamily is a family of annotations that only an Ingress
+// controller (or a tool that watches Ingresses) reads: on an HTTPRoute they
+// mean nothing. Access lists those of its keys that restrict who may reach
+// the Service; a Service whose ingress/annotations sets one stays on its
+// Ingress instead of moving to an HTTPRoute until the user acknowledges the
+// loss (AnnotationGatewayAcknowledged) or removes the key.
+type IngressOnlyFamily struct {
+	// Reader names what reads the family, for messages and the docs.
+	Reader string
+	// Prefix is what every key of the family starts with.
+	Prefix string
+	// Access lists the keys, after Prefix, that restrict access; one
+	// ending in "*" stands for every key that starts with what precedes it.
+	Access []string
+	// Instead says what takes the family's place with the Gateway API.
+	Instead string
+}
+
+// ingressOnlyFamilies is the list of IngressOnlyFamilies, by Prefix. Keys
+// of other families (external-dns.alpha.kubernetes.io/ reads both kinds,
+// konghq.com/ is read on HTTPRoutes too, and anything unknown) are copied
+// onto the HTTPRoute without a word.
+var ingressOnlyFamilies = []IngressOnlyFamily{
+	{Reader: "AWS Load Balancer Controller", Prefix: "alb.ingress.kubernetes.io/",
+		Access:  []string{"auth-*", "inbound-cidrs", "security-groups", "wafv2-acl-arn", "waf-acl-id", "mutual-authentication"},
+		Instead: "its Gateway API configuration (LoadBalancerConfiguration, ListenerRuleConfiguration)"},
+	{Reader: "Azure Application Gateway Ingress Controller", Prefix: "appgw.ingress.kubernetes.io/",
+		Access:  []string{"waf-policy-for-path"},
+		Instead: "Application Gateway for Containers' policies"},
+	{Reader: "cert-manager's ingress-shim", Prefix: "cert-manager.io/",
+		Instead: "the same annotations on the Gateway, whose listeners terminate TLS"},
+	{Reader: "HAProxy Ingress", Prefix: "haproxy-ingress.github.io/",
+		Access:  []string{"auth-*", "allowlist-source-range", "denylist-source-range", "whitelist-source-range", "blacklist-source-range", "oauth"},
+		Instead: "the Gateway implementation's policy resources"},
+	{Reader: "HAProxy Kubernetes Ingress Controller", Prefix: "haproxy.org/",
+		Access:  []string{"auth-*", "allow-list", "deny-list", "whitelist", "blacklist", "backend-config-snippet", "frontend-config-snippet"},
+		Instead: "the Gateway implementation's policy resources"},
+	{Reader: "GKE Ingress", Prefix: "ingress.gcp.kubernetes.io/",
+		Instead: "GKE Gateway policies (GCPBackendPolicy, GCPGatewayPolicy)"},
+	{Reader: "ingress-nginx (and older Ingress controllers)", Prefix: "ingress.kubernetes.io/",
+		Access:  []string{"auth-*", "whitelist-source-range", "allowlist-source-range", "denylist-source-range"},
+		Instead: "the Gateway implementation's policy resources"},
+	{Reader: "every Ingress controller (class) and GKE Ingress", Prefix: "kubernetes.io/ingress.",
+		Instead: "the Gateway's class and listeners"},
+	{Reader: "ingress-nginx", Prefix: "nginx.ingress.kubernetes.io/",
+		Access: []string{"auth-*", "whitelist-source-range", "allowlist-source-range", "denylist-source-range",
+			"configuration-snippet", "server-snippet"},
+		Instead: "the Gateway implementation's policies (e.g. Envoy Gateway's SecurityPolicy) and HTTPRoute filters"},
+	{Reader: "Contour", Prefix: "projectcontour.io/",
+		Instead: "Contour's Gateway API support and HTTPRoute filters"},
+	{Reader: "Traefik", Prefix: "traefik.ingress.kubernetes.io/",
+		Access:  []string{"router.middlewares", "router.tls.options"},
+		Instead: "HTTPRoute filters of type ExtensionRef naming the same Middlewares, and TLS options on the Gateway"},
+	{Reader: "Skipper", Prefix: "zalando.org/",
+		Access:  []string{"skipper-filter", "skipper-predicate"},
+		Instead: "Skipper's RouteGroups"},
+}
+
+// IngressOnlyFamilies returns the annotation families only an Ingress
+// controller reads, and which of their keys restrict access, by prefix.
+func IngressOnlyFamilies() []IngressOnlyFamily {
+	return slices.Clone(ingressOnlyFamilies)
+}
+
+// family returns the family key belongs to, nil for none.
+func family(key string) *IngressOnlyFamily {
+	for i := range ingressOnlyFamilies {
+		if strings.HasPrefix(key, ingressOnlyFamilies[i].Prefix) {
+			return &ingressOnlyFamilies[i]
+		}
+	}
+	return nil
+}
+
+// restrictsAccess reports whether key, of family f, restricts access.
+func (f *IngressOnlyFamily) restrictsAccess(key string) bool {
+	name := strings.TrimPrefix(key, f.Prefix)
+	return slices.ContainsFunc(f.Access, func(a string) bool {
+		if p, ok := strings.CutSuffix(a, "*"); ok {
+			return strings.HasPrefix(name, p)
+		}
+		return name == a
+	})
+}
+
+// parseAcknowledged reads ingress/gateway-acknowledged: keys of
+// ingress/annotations, separated by commas, or "*" for all of them.
+func parseAcknowledged(ann map[string]string) (keys []string, all bool) {
+	for k := range strings.SplitSeq(ann[AnnotationGatewayAcknowledged], ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "":
+		case "*":
+			all = true
+		default:
+			keys = append(keys, k)
+		}
+	}
+	return keys, all
+}
+
+// classifyIngressOnly returns the keys of annotations (ingress/annotations)
+// that only an Ingress controller reads, and of those the ones that
+// restrict access and are not acknowledged by ingress/gateway-acknowledged,
+// each sorted.
+func classifyIngressOnly(annotations, serviceAnnotations map[string]string) (ingressOnly, unacknowledged []string) {
+	acked, all := parseAcknowledged(serviceAnnotations)
+	for k := range annotations {
+		f := family(k)
+		if f == nil {
+			continue
+		}
+		ingressOnly = append(ingressOnly, k)
+		if f.restrictsAccess(k) && !all && !slices.Contains(acked, k) {
+			unacknowledged = append(unacknowledged, k)
+		}
+	}
+	slices.Sort(ingressOnly)
+	slices.Sort(unacknowledged)
+	return ingressOnly, unacknowledged
+}
+
+// describeKeys lists keys with what reads them, for a message.
+func describeKeys(keys []string) string {
+	var readers []string
+	byReader := map[string][]string{}
+	for _, k := range keys {
+		r := family(k).Reader
+		if _, ok := byReader[r]; !ok {
+			readers = append(readers, r)
+		}
+		byReader[r] = append(byReader[r], k)
+	}
+	parts := make([]string, 0, len(readers))
+	for _, r := range readers {
+		parts = append(parts, fmt.Sprintf("%s (%s)", listSome(byReader[r]), r))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// insteadOf says what takes the place of keys' families on the Gateway side.
+func insteadOf(keys []string) string {
+	var out []string
+	for _, k := range keys {
+		f := family(k)
+		if s := f.Reader + ": " + f.Instead; !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "; ")
+}
