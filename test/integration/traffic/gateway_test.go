@@ -118,12 +118,13 @@ func TestGatewayRoute(t *testing.T) {
 
 // TestMoveToGatewayWithoutAGap moves a Service from Ingress to HTTPRoute
 // under a steady stream of requests through both entrypoints: the Ingress
-// is deleted only after Traefik accepted the route and the settle time
-// passed; until then the Ingress's entrypoint serves every request, and
-// from then on the Gateway's does.
+// is deleted only after Traefik accepted the route, the settle time passed
+// and the DNS drain after its withdrawal from external-dns passed; until
+// then the Ingress's entrypoint serves every request, and from then on the
+// Gateway's does.
 func TestMoveToGatewayWithoutAGap(t *testing.T) {
-	const settle = 2 * time.Second
-	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = settle })
+	const settle, drain = 2 * time.Second, 2 * time.Second
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = settle, drain })
 	gw := e.gateway()
 	e.webService("web", map[string]string{"ingress/http": "true"})
 	host := e.host("web")
@@ -204,10 +205,10 @@ func TestMoveToGatewayWithoutAGap(t *testing.T) {
 
 	// Traefik accepted the route after notAccepted (and this test saw it
 	// by accepted, a poll later); the Ingress was gone by `gone`. So the
-	// settle time is kept if gone - notAccepted >= settle, a bound that
-	// holds whatever the polls' delays.
-	if accepted.IsZero() || notAccepted.IsZero() || gone.Sub(notAccepted) < settle {
-		t.Fatalf("the Ingress went by %v, less than the settle time %v after the route was last seen not Accepted (%v; seen Accepted at %v)", gone, settle, notAccepted, accepted)
+	// settle time and the drain are kept if gone - notAccepted >= settle +
+	// drain, a bound that holds whatever the polls' delays.
+	if accepted.IsZero() || notAccepted.IsZero() || gone.Sub(notAccepted) < settle+drain {
+		t.Fatalf("the Ingress went by %v, less than the settle time %v and the drain %v after the route was last seen not Accepted (%v; seen Accepted at %v)", gone, settle, drain, notAccepted, accepted)
 	}
 	// The Ingress's entrypoint serves every request until the Ingress goes
 	// (at most a poll of this test after; a request in that window may see
