@@ -20,44 +20,10 @@ import (
 	"github.com/kube-sample/controller-manager/test/integration/framework/dataplane"
 )
 
-// gatewayClassName is the GatewayClass Traefik serves in these tests.
-const gatewayClassName = "traefik"
-
-// gateway creates (once per package) the GatewayClass of Traefik and, in
-// the test's namespace, a Gateway gw with an HTTP listener on Traefik's
-// Gateway entrypoint, and waits until Traefik accepted it.
+// gateway creates the Gateway gw of Traefik in the test's namespace.
 func (e *env) gateway() gatewayclient.Interface {
 	e.t.Helper()
-	client := gatewayclient.NewForConfigOrDie(framework.Config(cfg))
-	class := &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: gatewayClassName},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: dataplane.GatewayController},
-	}
-	if _, err := client.GatewayV1().GatewayClasses().Create(e.ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		e.t.Fatal(err)
-	}
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gw"},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayClassName,
-			Listeners: []gatewayv1.Listener{{
-				Name:     "http",
-				Port:     traefik.GatewayPort(),
-				Protocol: gatewayv1.HTTPProtocolType,
-			}},
-		},
-	}
-	if _, err := client.GatewayV1().Gateways(e.ns).Create(e.ctx, gw, metav1.CreateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
-	framework.Eventually(e.t, timeout, "traefik accepts Gateway gw", func(ctx context.Context) (bool, error) {
-		got, err := client.GatewayV1().Gateways(e.ns).Get(ctx, "gw", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return meta.IsStatusConditionTrue(got.Status.Conditions, string(gatewayv1.GatewayConditionAccepted)), nil
-	})
-	return client
+	return traefik.Gateway(e.t, cfg, e.ns, "gw")
 }
 
 // routeAccepted reports whether Traefik marked the HTTPRoute name accepted
