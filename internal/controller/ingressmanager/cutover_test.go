@@ -129,6 +129,7 @@ func TestCutoverWithdrawsThenDrainsThenDeletes(t *testing.T) {
 		gateway   string // the Service's ingress/gateway
 		oldKind   string // "ingresses" or "httproutes"
 		ann       string // the Service's ingress/annotations
+		justReady bool   // the new object is seen ready for the first time
 		ingress   []func(*networkingv1.Ingress)
 		route     []func(*gatewayv1.HTTPRoute)
 		want      []string // writes
@@ -139,6 +140,10 @@ func TestCutoverWithdrawsThenDrainsThenDeletes(t *testing.T) {
 			gateway: "gw", oldKind: "ingresses",
 			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
 			want: []string{"patch ingresses"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
+		{name: "to a Gateway, the route just accepted: the settle time first, nothing written",
+			gateway: "gw", oldKind: "ingresses", justReady: true,
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want: nil, wantAfter: 5 * time.Second},
 		{name: "to a Gateway, an Ingress with annotations of its own: the withdrawal adds its keys alone",
 			gateway: "gw", oldKind: "ingresses", ann: `{"example.com/team":"a"}`,
 			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
@@ -194,7 +199,9 @@ func TestCutoverWithdrawsThenDrainsThenDeletes(t *testing.T) {
 			f.addService(svc, true)
 			// The settle time has passed since the new object was first
 			// seen ready.
-			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: newUID(tc.oldKind), at: testNow.Add(-time.Hour)}
+			if !tc.justReady {
+				f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: newUID(tc.oldKind), at: testNow.Add(-time.Hour)}
+			}
 			f.clearActions()
 			err := f.sync(svc)
 			if got := requeued(t, err); got != tc.wantAfter {

@@ -194,7 +194,11 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *I
 			until = fmt.Sprintf("Ingress %s, which is being deleted, is gone and its replacement has an address (status.loadBalancer.ingress)", ing.Name)
 		}
 		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf("Keeping HTTPRoute %s until %s", route.Name, until))
-		return c.route.restore(ctx, route, fmt.Sprintf("Ingress %s, which replaces it, has no address", ing.Name), r)
+		why := fmt.Sprintf("Ingress %s, which replaces it, has no address", ing.Name)
+		if isBeingDeleted(ing) {
+			why = fmt.Sprintf("Ingress %s, which replaced it, is being deleted", ing.Name)
+		}
+		return c.route.restore(ctx, route, why, r)
 	}
 	if withdrawalMarked(ing) {
 		// Not back in external-dns as far as the cache knows: the route
@@ -329,7 +333,11 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 			until = fmt.Sprintf("Gateway %s accepts generation %d of HTTPRoute %s (its Accepted=True is of an older generation)", gw, route.Generation, route.Name)
 		}
 		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf("Keeping Ingress %s until %s", ing.Name, until))
-		return c.ingress.restore(ctx, ing, fmt.Sprintf("HTTPRoute %s, which replaces it, is not accepted", route.Name), r)
+		why := fmt.Sprintf("HTTPRoute %s, which replaces it, is not accepted for its generation %d", route.Name, route.Generation)
+		if isBeingDeleted(route) {
+			why = fmt.Sprintf("HTTPRoute %s, which replaced it, is being deleted", route.Name)
+		}
+		return c.ingress.restore(ctx, ing, why, r)
 	}
 	if withdrawalMarked(route) {
 		// Not back in external-dns as far as the cache knows: the Ingress
