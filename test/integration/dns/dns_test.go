@@ -136,7 +136,7 @@ func TestRecordFollowsTheMove(t *testing.T) {
 	waitRecord(t, zone, host, ingressIP, timeout, "the record of the Ingress")
 
 	m := &mover{t: t, zone: zone, client: client, gw: gw, ns: ns, host: host}
-	zone.OnChange = m.onChange
+	zone.OnChange(m.onChange)
 
 	// To the Gateway.
 	start := time.Now()

@@ -219,16 +219,22 @@ func targetsOf(records []Endpoint, name, recordType string) []string {
 type DNSRecorder struct {
 	// URL is what external-dns's --webhook-provider-url takes.
 	URL string
-	// OnChange, when set, is called with each change before external-dns
-	// gets its answer: what it checks happens while the change is being
-	// applied, before external-dns goes on.
-	OnChange func(DNSChange)
 
-	domain  string
-	srv     *http.Server
-	mu      sync.Mutex
-	records []Endpoint
-	changes []DNSChange
+	domain   string
+	srv      *http.Server
+	mu       sync.Mutex
+	records  []Endpoint
+	changes  []DNSChange
+	onChange func(DNSChange)
+}
+
+// OnChange makes f be called with each change from now on, before
+// external-dns gets its answer: what f checks holds while the change is
+// being applied, before external-dns goes on.
+func (r *DNSRecorder) OnChange(f func(DNSChange)) {
+	r.mu.Lock()
+	r.onChange = f
+	r.mu.Unlock()
 }
 
 // StartDNSRecorder serves a zone for domain (the domain filter it
@@ -332,9 +338,10 @@ func (r *DNSRecorder) apply(w http.ResponseWriter, req *http.Request) {
 	r.records = records
 	change := DNSChange{At: time.Now(), Summary: strings.Join(summary, "; "), Records: slices.Clone(records)}
 	r.changes = append(r.changes, change)
+	onChange := r.onChange
 	r.mu.Unlock()
-	if r.OnChange != nil {
-		r.OnChange(change)
+	if onChange != nil {
+		onChange(change)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
