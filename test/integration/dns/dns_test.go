@@ -156,13 +156,16 @@ func TestRecordFollowsTheMove(t *testing.T) {
 
 	// No state of the zone, from the first record on, lacks it.
 	seen := false
+	var states []string
 	for _, c := range zone.Changes() {
 		targets := c.Targets(host, "A")
 		seen = seen || len(targets) > 0
 		if seen && len(targets) == 0 {
 			t.Errorf("at %s external-dns left %s without an A record: %s", c.At.Format(time.StampMilli), host, c.Summary)
 		}
+		states = append(states, fmt.Sprintf("%s A %s -> %v", c.At.Format(time.StampMilli), host, targets))
 	}
+	t.Logf("every state of the zone external-dns made:\n  %s", strings.Join(states, "\n  "))
 }
 
 // get is a request through one of Traefik's entrypoints.
