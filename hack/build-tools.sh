@@ -18,14 +18,20 @@
 #   bin/helm             helm.sh/helm/v4/cmd/helm, which `make verify` lints and
 #                        renders charts/controller-manager with (hack/verify-chart.sh)
 #                        and the e2e test installs it with
+# and of hack/tools/externaldns/go.mod (a module of its own: external-dns's
+# Kubernetes dependencies are newer than kube-apiserver's, and it needs a
+# newer Go, its go.mod's toolchain, which the go command fetches from the
+# module proxy as golang.org/toolchain):
+#   bin/external-dns     sigs.k8s.io/external-dns, which the DNS cut-over test
+#                        (test/integration/dns) runs against the test API server
 # and of hack/tools/sbom/go.mod (only when asked for):
 #   bin/cyclonedx-gomod  github.com/CycloneDX/cyclonedx-gomod, which writes the
 #                        SBOM of each release binary (hack/release.sh)
 # A binary is rebuilt only when the Go version or a module version of its
 # tools module changed since it was built (bin/.<name>.<hash> records it).
 #
-# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|helm|kubectl|cyclonedx-gomod|node ...]
-#        (default: kube-apiserver, etcd, controller-gen, traefik, helm)
+# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|helm|external-dns|kubectl|cyclonedx-gomod|node ...]
+#        (default: kube-apiserver, etcd, controller-gen, traefik, helm, external-dns)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -94,7 +100,7 @@ kube_binaries() {
 node_binaries=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik helm)
+[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik helm external-dns)
 for t in "${targets[@]}"; do
   case "${t}" in
     kube-apiserver|kubectl) kube_binaries "${t}" ;;
@@ -118,6 +124,25 @@ for t in "${targets[@]}"; do
       build helm helm.sh/helm/v4/cmd/helm \
         "-X helm.sh/helm/v4/internal/version.version=${hv} -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
         "${hdir}" "$(modsum "${hdir}")"
+      ;;
+    external-dns)
+      # In a subshell: every go command of its module runs on the toolchain
+      # its go.mod names, whatever GOTOOLCHAIN this machine defaults to.
+      (
+        edir="${TOOLS}/externaldns"
+        GOTOOLCHAIN="$(sed -n 's/^toolchain //p' "${edir}/go.mod")"
+        export GOTOOLCHAIN
+        ev="$(modver_in "${edir}" sigs.k8s.io/external-dns)"
+        # Its go.sum, not `go list -m all`, says which versions it is built
+        # of: the module proxy serves some modules of its graph that the
+        # build never reads only in part, which fails that listing.
+        esum="$(cd "${edir}" && { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)"
+        # Stamped like external-dns's release build, so its start-up log
+        # names the pinned release.
+        build external-dns sigs.k8s.io/external-dns \
+          "-X sigs.k8s.io/external-dns/pkg/apis/externaldns.Version=${ev}" \
+          "${edir}" "${esum}"
+      )
       ;;
     cyclonedx-gomod)
       sdir="${TOOLS}/sbom"

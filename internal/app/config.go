@@ -145,6 +145,7 @@ func (o *Options) ingressConfig() ingressmanager.Config {
 		Gateway:                 o.IngressGateway,
 		GatewayAPICheckInterval: o.GatewayAPICheckInterval,
 		MoveSettle:              o.IngressMoveSettle,
+		DNSDrain:                o.IngressMoveDNSDrain,
 		URLAnnotation:           o.IngressURLAnnotation,
 	}
 }

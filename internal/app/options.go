@@ -49,6 +49,7 @@ type Options struct {
 	IngressGateway          string
 	GatewayAPICheckInterval time.Duration
 	IngressMoveSettle       time.Duration
+	IngressMoveDNSDrain     time.Duration
 	IngressURLAnnotation    string
 
 	// network.
@@ -107,6 +108,7 @@ func NewOptions() *Options {
 		IngressHostTemplate:     ingressmanager.DefaultHostTemplate,
 		GatewayAPICheckInterval: ingressmanager.DefaultGatewayAPICheckInterval,
 		IngressMoveSettle:       ingressmanager.DefaultMoveSettle,
+		IngressMoveDNSDrain:     ingressmanager.DefaultDNSDrain,
 		IngressURLAnnotation:    ingressmanager.AnnotationURL,
 		NetworkBackendName:      "memory",
 		NetworkGCInterval:       10 * time.Minute,
@@ -173,6 +175,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"<namespace>/<name> of the Gateway that annotated Services without their own ingress/gateway annotation attach to: they get a Gateway API HTTPRoute instead of an Ingress, and their Ingress is deleted once the Gateway accepted the route. A Service with ingress/gateway: \"\" stays on Ingress. Empty means none (every Service without ingress/gateway gets an Ingress).")
 	fs.DurationVar(&o.IngressMoveSettle, "ingress-move-settle", o.IngressMoveSettle,
 		"When a Service moves between Ingress and HTTPRoute, how long the old object is kept after the new one is ready (HTTPRoute Accepted by its Gateway, or Ingress with an address), so that the data plane serves the new one before the old one goes. 0 deletes it at once.")
+	fs.DurationVar(&o.IngressMoveDNSDrain, "ingress-move-dns-drain", o.IngressMoveDNSDrain,
+		"When a Service moves between Ingress and HTTPRoute, how long the old object keeps serving after it was withdrawn from external-dns (by its controller annotation, once the new object is ready and --ingress-move-settle passed), so that DNS resolvers forget its address before it goes; then it is deleted. The default covers external-dns's default --interval (1m) and the common record TTL of 300s. 0 deletes the old object at once, without withdrawing it.")
 	fs.StringVar(&o.IngressURLAnnotation, "ingress-url-annotation", o.IngressURLAnnotation,
 		"Annotation of the Service that ingress-manager writes, once its Ingress has an address or its HTTPRoute is Accepted with its references resolved, with the URL it is served at (https:// with ingress/tls-secret, the host, the path), and removes when the Service is no longer exposed. Empty disables it.")
 	fs.DurationVar(&o.GatewayAPICheckInterval, "gateway-api-check-interval", o.GatewayAPICheckInterval,
@@ -264,6 +268,9 @@ func (o *Options) Validate() error {
 	}
 	if o.IngressMoveSettle < 0 {
 		errs = append(errs, fmt.Errorf("--ingress-move-settle: must not be negative, got %v", o.IngressMoveSettle))
+	}
+	if o.IngressMoveDNSDrain < 0 {
+		errs = append(errs, fmt.Errorf("--ingress-move-dns-drain: must not be negative, got %v", o.IngressMoveDNSDrain))
 	}
 	if o.GatewayAPICheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--gateway-api-check-interval: must be positive, got %v", o.GatewayAPICheckInterval))

@@ -39,6 +39,7 @@ type Controller struct {
 	gateway       *gatewayAPI
 	notes         notes
 	settling      settling
+	cutover       cutover
 }
 
 // The shared Service and Ingress informers, in every namespace.
@@ -66,6 +67,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		route:         routeWriter(cctx.Gateway, builder.fieldManager),
 		notes:         notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
 		settling:      settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
+		cutover:       cutover{drain: cfg.DNSDrain, now: time.Now},
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
 	owned := cache.ResourceEventHandlerFuncs{

@@ -16,6 +16,8 @@
 //     move between Ingress and HTTPRoute without a gap.
 //   - write.go: the one write path of both kinds (create, server-side apply
 //     of what changed, delete with preconditions).
+//   - cutover.go: the DNS side of a move: the old object is withdrawn from
+//     external-dns, drained, then deleted.
 //   - events.go: the one Event path, each said once per change.
 //   - controller.go and gateway.go: the handlers, and the HTTPRoute watch
 //     that follows whether the cluster serves the Gateway API.

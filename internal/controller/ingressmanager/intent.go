@@ -275,6 +275,11 @@ type Config struct {
 	// Accepted, Ingress with an address), for the data plane to serve the
 	// new one. 0 deletes it at once.
 	MoveSettle time.Duration
+	// DNSDrain (--ingress-move-dns-drain) is how long, when a Service moves
+	// between Ingress and HTTPRoute, the old object keeps serving after it
+	// was withdrawn from external-dns (see cutover). 0 deletes it at once,
+	// without withdrawing it.
+	DNSDrain time.Duration
 }
 
 // Builder parses Services into Intents (Parse). It is immutable and safe

@@ -191,6 +191,11 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *I
 	if ok, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation"); !ok || err != nil {
 		return err
 	}
+	// An Ingress the Service moved away from and is back on, withdrawn
+	// from external-dns while it drained, is the one to resolve to again.
+	if err := c.ingress.restore(ctx, ing, fmt.Sprintf("the Service is on Ingress %s again", ing.Name), r); err != nil {
+		return err
+	}
 	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
 		return nil
 	}
@@ -201,12 +206,24 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *I
 			until = fmt.Sprintf("Ingress %s, which is being deleted, is gone and its replacement has an address (status.loadBalancer.ingress)", ing.Name)
 		}
 		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf("Keeping HTTPRoute %s until %s", route.Name, until))
+		why := fmt.Sprintf("Ingress %s, which replaces it, has no address", ing.Name)
+		if isBeingDeleted(ing) {
+			why = fmt.Sprintf("Ingress %s, which replaced it, is being deleted", ing.Name)
+		}
+		return c.route.restore(ctx, route, why, r)
+	}
+	if withdrawalMarked(ing) {
+		// Not back in external-dns as far as the cache knows: the route
+		// stays in it until the Ingress's update brings the Service back.
+		c.settling.reset(svc)
 		return nil
 	}
-	if wait := c.settling.remaining(svc, ing.UID); wait > 0 {
-		return &controller.RequeueAfter{Delay: wait}
+	if _, draining := withdrawnAt(route); !draining {
+		if wait := c.settling.remaining(svc, ing.UID); wait > 0 {
+			return &controller.RequeueAfter{Delay: wait}
+		}
 	}
-	return c.route.delete(ctx, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name), r)
+	return retire(ctx, c.route, c.cutover, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name), r)
 }
 
 // cached returns the object of key in an informer's cache, nil when there
@@ -291,6 +308,11 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 	if ok, err := c.route.converge(ctx, svc, route, desired, r, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`); !ok || err != nil {
 		return err
 	}
+	// A route the Service moved away from and is back on, withdrawn from
+	// external-dns while it drained, is the one to resolve to again.
+	if err := c.route.restore(ctx, route, fmt.Sprintf("the Service is on HTTPRoute %s again", route.Name), r); err != nil {
+		return err
+	}
 
 	parent := desired.Spec.ParentRefs[0]
 	gw := gatewayName(parent, route.Namespace)
@@ -328,12 +350,24 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 			until = fmt.Sprintf("Gateway %s accepts generation %d of HTTPRoute %s (its Accepted=True is of an older generation)", gw, route.Generation, route.Name)
 		}
 		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf("Keeping Ingress %s until %s", ing.Name, until))
+		why := fmt.Sprintf("HTTPRoute %s, which replaces it, is not accepted for its generation %d", route.Name, route.Generation)
+		if isBeingDeleted(route) {
+			why = fmt.Sprintf("HTTPRoute %s, which replaced it, is being deleted", route.Name)
+		}
+		return c.ingress.restore(ctx, ing, why, r)
+	}
+	if withdrawalMarked(route) {
+		// Not back in external-dns as far as the cache knows: the Ingress
+		// stays in it until the route's update brings the Service back.
+		c.settling.reset(svc)
 		return nil
 	}
-	if wait := c.settling.remaining(svc, route.UID); wait > 0 {
-		return &controller.RequeueAfter{Delay: wait}
+	if _, draining := withdrawnAt(ing); !draining {
+		if wait := c.settling.remaining(svc, route.UID); wait > 0 {
+			return &controller.RequeueAfter{Delay: wait}
+		}
 	}
-	return c.ingress.delete(ctx, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it", gw, route.Name), r)
+	return retire(ctx, c.ingress, c.cutover, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it", gw, route.Name), r)
 }
 
 // parentStatuses returns the entries of route's status for parent (one per

@@ -375,7 +375,8 @@ func ApplyConfiguration(desired *networkingv1.Ingress) (*networkingv1ac.IngressA
 // A new Ingress is a create; changes are server-side applies (patch); the
 // first change after a create reads the Ingress afresh (get) and moves the
 // create's field ownership to the apply (a JSON patch); delete when the
-// annotation or the Service goes.
+// annotation or the Service goes. On a move to an HTTPRoute a JSON patch
+// of its annotations withdraws it from external-dns for the DNS drain.
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;create;patch;delete
 
 // ingressWriter is the write path of Ingresses (client may be nil for
@@ -388,7 +389,8 @@ func ingressWriter(client networkingv1client.NetworkingV1Interface, fieldManager
 		func(ac *networkingv1ac.IngressApplyConfiguration) { ac.Status = nil })
 }
 
-// HTTPRoutes are written as Ingresses are (see ingressWriter).
+// HTTPRoutes are written as Ingresses are (see ingressWriter), withdrawn
+// from external-dns alike on a move back to an Ingress.
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;create;patch;delete
 
 // routeWriter is the write path of HTTPRoutes (client may be nil for

@@ -116,6 +116,7 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 	e := setup(t, func(o *app.Options) {
 		o.GatewayAPICheckInterval = 200 * time.Millisecond
 		o.IngressMoveSettle = 0
+		o.IngressMoveDNSDrain = 0
 	})
 	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
 	e.waitIngress("web", "an Ingress while the Gateway API is not served", nil)
@@ -140,6 +141,7 @@ func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
 	e := setup(t, func(o *app.Options) {
 		o.GatewayAPICheckInterval = 200 * time.Millisecond
 		o.IngressMoveSettle = 0
+		o.IngressMoveDNSDrain = 0
 	})
 	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitIngress("web", "the Ingress", nil)
@@ -239,7 +241,7 @@ func checkReplaced[T metav1.Object](old T) func(T) error {
 // finalizer holds it, its old address in status): the route stays until a
 // new Ingress has an address, and the old Ingress is deleted once.
 func TestMoveBackKeepsTheRouteWhileTheIngressIsBeingDeleted(t *testing.T) {
-	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = 0 })
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = 0, 0 })
 	ingresses := e.client.NetworkingV1().Ingresses(e.ns)
 	routes := e.gateway().GatewayV1().HTTPRoutes(e.ns)
 	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
@@ -273,7 +275,7 @@ func TestMoveBackKeepsTheRouteWhileTheIngressIsBeingDeleted(t *testing.T) {
 // is still being deleted, its old Accepted=True in status; then the new
 // route's Accepted=True of an older generation does not count either.
 func TestMoveKeepsTheIngressWhileTheRouteIsBeingDeleted(t *testing.T) {
-	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = 0 })
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = 0, 0 })
 	ingresses := e.client.NetworkingV1().Ingresses(e.ns)
 	routes := e.gateway().GatewayV1().HTTPRoutes(e.ns)
 	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
@@ -374,7 +376,7 @@ func TestRouteForAnnotatedService(t *testing.T) {
 
 func TestMoveIngressToRouteAndBack(t *testing.T) {
 	const settle = time.Second
-	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = settle })
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = settle, 0 })
 	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 	e.waitIngress("web", "the Ingress", nil)
 

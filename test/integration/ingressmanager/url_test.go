@@ -34,7 +34,7 @@ func (e *env) waitURL(name, want string) *corev1.Service {
 // annotation; it follows TLS, stays across a move to an HTTPRoute, and
 // goes when the Service is no longer exposed.
 func TestURLWrittenOnceServed(t *testing.T) {
-	e := setup(t)
+	e := setup(t, func(o *app.Options) { o.IngressMoveDNSDrain = 0 })
 	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "team": "shop"}))
 	e.waitIngress("web", "the Ingress", nil)
 	e.waitSynced("web", 2)

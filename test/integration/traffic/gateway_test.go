@@ -20,44 +20,10 @@ import (
 	"github.com/kube-sample/controller-manager/test/integration/framework/dataplane"
 )
 
-// gatewayClassName is the GatewayClass Traefik serves in these tests.
-const gatewayClassName = "traefik"
-
-// gateway creates (once per package) the GatewayClass of Traefik and, in
-// the test's namespace, a Gateway gw with an HTTP listener on Traefik's
-// Gateway entrypoint, and waits until Traefik accepted it.
+// gateway creates the Gateway gw of Traefik in the test's namespace.
 func (e *env) gateway() gatewayclient.Interface {
 	e.t.Helper()
-	client := gatewayclient.NewForConfigOrDie(framework.Config(cfg))
-	class := &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: gatewayClassName},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: dataplane.GatewayController},
-	}
-	if _, err := client.GatewayV1().GatewayClasses().Create(e.ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		e.t.Fatal(err)
-	}
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gw"},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayClassName,
-			Listeners: []gatewayv1.Listener{{
-				Name:     "http",
-				Port:     traefik.GatewayPort(),
-				Protocol: gatewayv1.HTTPProtocolType,
-			}},
-		},
-	}
-	if _, err := client.GatewayV1().Gateways(e.ns).Create(e.ctx, gw, metav1.CreateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
-	framework.Eventually(e.t, timeout, "traefik accepts Gateway gw", func(ctx context.Context) (bool, error) {
-		got, err := client.GatewayV1().Gateways(e.ns).Get(ctx, "gw", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return meta.IsStatusConditionTrue(got.Status.Conditions, string(gatewayv1.GatewayConditionAccepted)), nil
-	})
-	return client
+	return traefik.Gateway(e.t, cfg, e.ns, "gw")
 }
 
 // routeAccepted reports whether Traefik marked the HTTPRoute name accepted
@@ -118,12 +84,13 @@ func TestGatewayRoute(t *testing.T) {
 
 // TestMoveToGatewayWithoutAGap moves a Service from Ingress to HTTPRoute
 // under a steady stream of requests through both entrypoints: the Ingress
-// is deleted only after Traefik accepted the route and the settle time
-// passed; until then the Ingress's entrypoint serves every request, and
-// from then on the Gateway's does.
+// is deleted only after Traefik accepted the route, the settle time passed
+// and the DNS drain after its withdrawal from external-dns passed; until
+// then the Ingress's entrypoint serves every request, and from then on the
+// Gateway's does.
 func TestMoveToGatewayWithoutAGap(t *testing.T) {
-	const settle = 2 * time.Second
-	e := setup(t, func(o *app.Options) { o.IngressMoveSettle = settle })
+	const settle, drain = 2 * time.Second, 2 * time.Second
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = settle, drain })
 	gw := e.gateway()
 	e.webService("web", map[string]string{"ingress/http": "true"})
 	host := e.host("web")
@@ -204,10 +171,10 @@ func TestMoveToGatewayWithoutAGap(t *testing.T) {
 
 	// Traefik accepted the route after notAccepted (and this test saw it
 	// by accepted, a poll later); the Ingress was gone by `gone`. So the
-	// settle time is kept if gone - notAccepted >= settle, a bound that
-	// holds whatever the polls' delays.
-	if accepted.IsZero() || notAccepted.IsZero() || gone.Sub(notAccepted) < settle {
-		t.Fatalf("the Ingress went by %v, less than the settle time %v after the route was last seen not Accepted (%v; seen Accepted at %v)", gone, settle, notAccepted, accepted)
+	// settle time and the drain are kept if gone - notAccepted >= settle +
+	// drain, a bound that holds whatever the polls' delays.
+	if accepted.IsZero() || notAccepted.IsZero() || gone.Sub(notAccepted) < settle+drain {
+		t.Fatalf("the Ingress went by %v, less than the settle time %v and the drain %v after the route was last seen not Accepted (%v; seen Accepted at %v)", gone, settle, drain, notAccepted, accepted)
 	}
 	// The Ingress's entrypoint serves every request until the Ingress goes
 	// (at most a poll of this test after; a request in that window may see

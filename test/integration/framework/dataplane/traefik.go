@@ -45,6 +45,15 @@ type TraefikOptions struct {
 	// Gateway enables Traefik's kubernetesGateway provider (the Gateway API
 	// CRDs must be served) and its own entrypoint, GatewayAddr.
 	Gateway bool
+	// IngressIP, when set, is the address Traefik publishes in the status
+	// of every Ingress it serves (status.loadBalancer.ingress, its
+	// ingressEndpoint.ip), as an Ingress controller behind a load balancer
+	// does. It is only written, never listened on.
+	IngressIP string
+	// GatewayIP, when set (with Gateway), is the address Traefik publishes
+	// in the status of the Gateways it serves (status.addresses, its
+	// statusAddress.ip). It is only written, never listened on.
+	GatewayIP string
 }
 
 // DefaultThrottle is the providersThrottleDuration of tests.
@@ -77,6 +86,9 @@ type Traefik struct {
 	// Throttle is the providersThrottleDuration it runs with.
 	Throttle time.Duration
 
+	// gatewayIP is TraefikOptions.GatewayIP.
+	gatewayIP string
+
 	cmd     *exec.Cmd
 	logPath string
 	dir     string
@@ -108,7 +120,7 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 	if o.LogLevel == "" {
 		o.LogLevel = "INFO"
 	}
-	tr := &Traefik{Throttle: o.ThrottleDuration, dir: o.Dir, done: make(chan struct{})}
+	tr := &Traefik{Throttle: o.ThrottleDuration, gatewayIP: o.GatewayIP, dir: o.Dir, done: make(chan struct{})}
 	if tr.dir == "" {
 		d, err := os.MkdirTemp("", "traefik-")
 		if err != nil {
@@ -156,6 +168,9 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 	if len(o.Namespaces) > 0 {
 		args = append(args, "--providers.kubernetesIngress.namespaces="+strings.Join(o.Namespaces, ","))
 	}
+	if o.IngressIP != "" {
+		args = append(args, "--providers.kubernetesIngress.ingressEndpoint.ip="+o.IngressIP)
+	}
 	if o.Gateway {
 		tr.GatewayAddr = ports[3]
 		args = append(args,
@@ -168,6 +183,9 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		)
 		if len(o.Namespaces) > 0 {
 			args = append(args, "--providers.kubernetesGateway.namespaces="+strings.Join(o.Namespaces, ","))
+		}
+		if o.GatewayIP != "" {
+			args = append(args, "--providers.kubernetesGateway.statusAddress.ip="+o.GatewayIP)
 		}
 	}
 	cmd := exec.Command(o.Binary, args...)

@@ -1,0 +1,229 @@
+package ingressmanager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+)
+
+// DefaultDNSDrain is Config.DNSDrain's default: external-dns's default
+// --interval (1m), for it to move the record, plus the 300s TTL most DNS
+// providers give a record that external-dns sets no TTL on, for resolvers
+// to forget the old address.
+const DefaultDNSDrain = 6 * time.Minute
+
+// Annotation keys written on the Ingress or HTTPRoute a Service moves away
+// from, while it drains (never on a Service, never read as a setting).
+const (
+	// AnnotationExternalDNSController is external-dns's controller
+	// annotation from its v0.22.0 on: its ingress and gateway-httproute
+	// sources skip an object whose value is not "dns-controller". The
+	// controller writes "ingress-manager-withdrawn" into it, so that the
+	// record follows the new object while the old one still serves.
+	AnnotationExternalDNSController = "external-dns.kubernetes.io/controller"
+	// AnnotationExternalDNSControllerLegacy is the same annotation as read
+	// by every external-dns before v0.22.0 (the ingress source since v0.1.0,
+	// the gateway-httproute source since it appeared in v0.12.0), and by
+	// v0.23.0 on with --enable-legacy-annotation-prefix. The controller
+	// writes both.
+	AnnotationExternalDNSControllerLegacy = "external-dns.alpha.kubernetes.io/controller"
+	// AnnotationDNSWithdrawn holds when (RFC 3339) the object was withdrawn
+	// from external-dns; the object is deleted --ingress-move-dns-drain
+	// after that. Kept on the object, the drain survives a restart.
+	AnnotationDNSWithdrawn = "ingress/dns-withdrawn"
+)
+
+// withdrawnValue is what the controller writes into external-dns's
+// controller annotations: anything but "dns-controller" makes its sources
+// skip the object; this one says who did it.
+const withdrawnValue = "ingress-manager-withdrawn"
+
+// externalDNSControllerKeys are the controller annotations of the external-dns
+// releases in use: the current prefix and the one before v0.22.0.
+var externalDNSControllerKeys = []string{AnnotationExternalDNSController, AnnotationExternalDNSControllerLegacy}
+
+// Event reasons of the DNS cut-over of a move between Ingress and HTTPRoute.
+const (
+	// ReasonWithdrawnFromDNS (Normal): the Ingress or HTTPRoute the Service
+	// moves away from was withdrawn from external-dns once its replacement
+	// was ready; it keeps serving until --ingress-move-dns-drain passed.
+	ReasonWithdrawnFromDNS = "WithdrawnFromDNS"
+	// ReasonReturnedToDNS (Normal): a withdrawn Ingress or HTTPRoute was
+	// given back to external-dns: the Service moved back to it, or its
+	// replacement is no longer ready.
+	ReasonReturnedToDNS = "ReturnedToDNS"
+)
+
+// dnsFieldManager is the field manager of the withdrawal annotations alone,
+// apart from the objects' own so that it is plain in managedFields who wrote
+// them, and so that the server-side apply of the object's fields never
+// takes them away.
+const dnsFieldManager = "ingress-manager-dns"
+
+// cutover is the DNS side of a move between Ingress and HTTPRoute. Once the
+// new object is ready (and --ingress-move-settle passed), the old one is
+// withdrawn from external-dns (its controller annotations, and the time, on
+// the object itself), kept serving for drain while DNS caches let go of its
+// address, then deleted. Everything it waits on is on the API server, so a
+// restart resumes the drain where it was.
+type cutover struct {
+	drain time.Duration
+	now   func() time.Time
+}
+
+// withdrawnAt returns when obj was withdrawn from external-dns, and false
+// when it is not withdrawn (completely: a controller annotation missing or
+// changed, or a time that does not parse, is not withdrawn).
+func withdrawnAt(obj metav1.Object) (time.Time, bool) {
+	ann := obj.GetAnnotations()
+	for _, k := range externalDNSControllerKeys {
+		if ann[k] != withdrawnValue {
+			return time.Time{}, false
+		}
+	}
+	v, ok := ann[AnnotationDNSWithdrawn]
+	if !ok {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// withdrawalMarked reports whether obj carries any trace of a withdrawal:
+// it must be returned to external-dns before it is taken for ready.
+func withdrawalMarked(obj metav1.Object) bool {
+	ann := obj.GetAnnotations()
+	if _, ok := ann[AnnotationDNSWithdrawn]; ok {
+		return true
+	}
+	for _, k := range externalDNSControllerKeys {
+		if ann[k] == withdrawnValue {
+			return true
+		}
+	}
+	return false
+}
+
+// retire takes obj, the old object of a move whose replacement is ready,
+// out of service: with no drain it is deleted at once; otherwise it is
+// withdrawn from external-dns, and deleted once the drain passed since.
+// The wait is a requeue, never a sleep.
+func retire[T object, AC any](ctx context.Context, w *writer[T, AC], d cutover, obj T, why string, r *report) error {
+	if isBeingDeleted(obj) {
+		return nil
+	}
+	if d.drain <= 0 {
+		return w.delete(ctx, obj, why, r)
+	}
+	at, ok := withdrawnAt(obj)
+	if !ok {
+		if err := w.withdraw(ctx, obj, d.now(), d.drain, why, r); err != nil {
+			return err
+		}
+		return &controller.RequeueAfter{Delay: d.drain}
+	}
+	// A time ahead of this clock (another leader's) waits one drain at most.
+	if left := min(d.drain-d.now().Sub(at), d.drain); left > 0 {
+		klog.FromContext(ctx).V(4).Info("Draining the "+w.kind+" withdrawn from external-dns", w.logKey(), klog.KObj(obj), "withdrawn", at, "left", left)
+		return &controller.RequeueAfter{Delay: left}
+	}
+	return w.delete(ctx, obj, fmt.Sprintf("%s; withdrawn from external-dns at %s, the DNS drain (%v) passed", why, at.UTC().Format(time.RFC3339), d.drain), r)
+}
+
+// withdraw writes external-dns's controller annotations and the time into
+// obj, by a JSON patch that names those annotations alone and tests obj's
+// UID, so a replacement is never touched.
+func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drain time.Duration, why string, r *report) error {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}}
+	set := map[string]string{AnnotationDNSWithdrawn: now.UTC().Format(time.RFC3339Nano)}
+	for _, k := range externalDNSControllerKeys {
+		set[k] = withdrawnValue
+	}
+	if len(obj.GetAnnotations()) == 0 {
+		// The test (null: absent) keeps a cache behind the API server from
+		// replacing annotations it has not seen.
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/annotations", "value": nil},
+			map[string]any{"op": "add", "path": "/metadata/annotations", "value": set})
+	} else {
+		for _, k := range append(externalDNSControllerKeys, AnnotationDNSWithdrawn) {
+			ops = append(ops, map[string]any{"op": "add", "path": annotationPath(k), "value": set[k]})
+		}
+	}
+	done, err := w.patchAnnotations(ctx, obj, ops)
+	if err != nil || !done {
+		return err
+	}
+	klog.FromContext(ctx).Info("Withdrew the "+w.kind+" from external-dns", w.logKey(), klog.KObj(obj), "drain", drain)
+	r.wrote(ReasonWithdrawnFromDNS, fmt.Sprintf("Withdrew %s %s from external-dns (%s): it keeps serving until %s, when it is deleted",
+		w.kind, obj.GetName(), why, now.Add(drain).UTC().Format(time.RFC3339)))
+	return nil
+}
+
+// restore removes the withdrawal annotations from obj, each with a test of
+// the value it had in the cache: a controller annotation someone else set
+// is not ours to remove. It does nothing to an object without them, or one
+// being deleted.
+func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *report) error {
+	if isBeingDeleted(obj) || !withdrawalMarked(obj) {
+		return nil
+	}
+	ann := obj.GetAnnotations()
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}}
+	if v, ok := ann[AnnotationDNSWithdrawn]; ok {
+		p := annotationPath(AnnotationDNSWithdrawn)
+		ops = append(ops, map[string]any{"op": "test", "path": p, "value": v}, map[string]any{"op": "remove", "path": p})
+	}
+	for _, k := range externalDNSControllerKeys {
+		if ann[k] == withdrawnValue {
+			p := annotationPath(k)
+			ops = append(ops, map[string]any{"op": "test", "path": p, "value": withdrawnValue}, map[string]any{"op": "remove", "path": p})
+		}
+	}
+	done, err := w.patchAnnotations(ctx, obj, ops)
+	if err != nil || !done {
+		return err
+	}
+	klog.FromContext(ctx).Info("Returned the "+w.kind+" to external-dns", w.logKey(), klog.KObj(obj), "reason", why)
+	r.wrote(ReasonReturnedToDNS, fmt.Sprintf("Returned %s %s to external-dns: %s", w.kind, obj.GetName(), why))
+	return nil
+}
+
+// patchAnnotations sends the JSON patch ops to obj with the DNS field
+// manager. It reports false, with no error, when obj is gone or is not the
+// object the ops test for (replaced, or the cache behind): its own event
+// brings the Service back.
+func (w *writer[T, AC]) patchAnnotations(ctx context.Context, obj T, ops []map[string]any) (bool, error) {
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return false, fmt.Errorf("encoding the DNS patch of %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	_, err = w.client(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: dnsFieldManager})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case apierrors.IsInvalid(err):
+		// A test failed: the API server's object is not the cached one.
+		klog.FromContext(ctx).V(2).Info("The "+w.kind+" changed since the cache was read; its DNS annotations wait for the cache", w.logKey(), klog.KObj(obj), "err", err)
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("writing the DNS annotations of %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return true, nil
+}
+
+// annotationPath is the JSON pointer of annotation key.
+func annotationPath(key string) string {
+	return "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+}

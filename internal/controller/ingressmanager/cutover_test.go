@@ -1,0 +1,479 @@
+package ingressmanager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+)
+
+// testDrain is the DNS drain of the cut-over tests, testNow their clock.
+const testDrain = time.Minute
+
+var testNow = time.Date(2030, 1, 2, 3, 4, 5, 600000000, time.UTC)
+
+// newCutoverFixture is a sync fixture with a DNS drain, a settle time and
+// a clock of its own.
+func newCutoverFixture(t *testing.T, drain time.Duration) *syncFixture {
+	f := newSyncFixture(t)
+	f.c.cutover = cutover{drain: drain, now: func() time.Time { return testNow }}
+	f.c.settling.settle = 5 * time.Second
+	f.c.settling.now = func() time.Time { return testNow }
+	return f
+}
+
+// withdrawn marks an object withdrawn from external-dns at, as the
+// controller does.
+func withdrawn[T metav1.Object](at time.Time) func(T) {
+	return func(o T) {
+		ann := o.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationExternalDNSController] = withdrawnValue
+		ann[AnnotationExternalDNSControllerLegacy] = withdrawnValue
+		ann[AnnotationDNSWithdrawn] = at.Format(time.RFC3339Nano)
+		o.SetAnnotations(ann)
+	}
+}
+
+// sendToServer writes the cached object's annotations to the fake API
+// server as the DNS field manager did, so that the server holds what the
+// cache says.
+func sendToServer[T object](t *testing.T, indexer interface {
+	GetByKey(string) (any, bool, error)
+}, get func(context.Context, string, metav1.GetOptions) (T, error), update func(context.Context, T, metav1.UpdateOptions) (T, error), name string) {
+	t.Helper()
+	obj, _, err := indexer.GetByKey("default/" + name)
+	if err != nil || obj == nil {
+		t.Fatalf("not cached: %v", err)
+	}
+	live, err := get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.SetAnnotations(obj.(T).GetAnnotations())
+	if _, err := update(context.Background(), live, metav1.UpdateOptions{FieldManager: dnsFieldManager}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *syncFixture) syncIngressToServer() {
+	f.t.Helper()
+	ings := f.kube.NetworkingV1().Ingresses("default")
+	sendToServer(f.t, f.c.ingresses, ings.Get, ings.Update, "my-nginx")
+}
+
+func (f *syncFixture) syncRouteToServer() {
+	f.t.Helper()
+	routes := f.gateway.GatewayV1().HTTPRoutes("default")
+	sendToServer(f.t, f.routes, routes.Get, routes.Update, "my-nginx")
+}
+
+// patches returns the JSON patches the fakes received, decoded, with
+// their field manager.
+func (f *syncFixture) patches() (ops [][]map[string]any, managers []string) {
+	f.t.Helper()
+	for _, a := range slices.Concat(f.kube.Actions(), f.gateway.Actions()) {
+		p, ok := a.(k8stesting.PatchActionImpl)
+		if !ok {
+			continue
+		}
+		if p.PatchType != types.JSONPatchType {
+			f.t.Errorf("a %s patch of %s, want JSON patches only", p.PatchType, p.Resource.Resource)
+			continue
+		}
+		var o []map[string]any
+		if err := json.Unmarshal(p.Patch, &o); err != nil {
+			f.t.Fatal(err)
+		}
+		ops = append(ops, o)
+		managers = append(managers, p.PatchOptions.FieldManager)
+	}
+	return ops, managers
+}
+
+// requeued returns the delay a sync's RequeueAfter asks for, 0 for none.
+func requeued(t *testing.T, err error) time.Duration {
+	t.Helper()
+	var after *controller.RequeueAfter
+	if errors.As(err, &after) {
+		return after.Delay
+	}
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return 0
+}
+
+// TestCutoverWithdrawsThenDrainsThenDeletes: on a move, once the new
+// object is ready and settled, the old one is first withdrawn from
+// external-dns by a patch of its annotations alone, then kept for the
+// drain, then deleted; each step is one sync, each wait a requeue.
+func TestCutoverWithdrawsThenDrainsThenDeletes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		gateway   string // the Service's ingress/gateway
+		oldKind   string // "ingresses" or "httproutes"
+		ann       string // the Service's ingress/annotations
+		justReady bool   // the new object is seen ready for the first time
+		ingress   []func(*networkingv1.Ingress)
+		route     []func(*gatewayv1.HTTPRoute)
+		want      []string // writes
+		wantAfter time.Duration
+		reason    string // an Event expected, if any
+	}{
+		{name: "to a Gateway, the route accepted and settled: the Ingress is withdrawn first, nothing deleted",
+			gateway: "gw", oldKind: "ingresses",
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want: []string{"patch ingresses"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
+		{name: "to a Gateway, the route just accepted: the settle time first, nothing written",
+			gateway: "gw", oldKind: "ingresses", justReady: true,
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want: nil, wantAfter: 5 * time.Second},
+		{name: "to a Gateway, an Ingress with annotations of its own: the withdrawal adds its keys alone",
+			gateway: "gw", oldKind: "ingresses", ann: `{"example.com/team":"a"}`,
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want: []string{"patch ingresses"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
+		{name: "to a Gateway, mid-drain: no write, a requeue for what is left of the drain",
+			gateway: "gw", oldKind: "ingresses",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-20 * time.Second))},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want:    nil, wantAfter: 40 * time.Second},
+		{name: "to a Gateway, the drain passed: the Ingress is deleted",
+			gateway: "gw", oldKind: "ingresses",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want:    []string{"delete ingresses"}, reason: ReasonIngressDeleted},
+		{name: "back on Ingress, it has an address and settled: the route is withdrawn first, nothing deleted",
+			gateway: "", oldKind: "httproutes",
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want: []string{"patch httproutes"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
+		{name: "back on Ingress, mid-drain: no write",
+			gateway: "", oldKind: "httproutes",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-59 * time.Second))},
+			want:    nil, wantAfter: time.Second},
+		{name: "back on Ingress, the drain passed: the route is deleted",
+			gateway: "", oldKind: "httproutes",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-2 * testDrain))},
+			want:    []string{"delete httproutes"}, reason: ReasonHTTPRouteDeleted},
+		{name: "a withdrawal time ahead of this clock (another leader's) waits one drain at most",
+			gateway: "gw", oldKind: "ingresses",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(time.Hour))},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want:    nil, wantAfter: testDrain},
+		{name: "a withdrawal time that does not parse: withdrawn again, the drain starts over",
+			gateway: "gw", oldKind: "ingresses",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-time.Hour)), func(i *networkingv1.Ingress) {
+				i.Annotations[AnnotationDNSWithdrawn] = "yesterday"
+			}},
+			route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want:  []string{"patch ingresses"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			if tc.ann != "" {
+				svc.Annotations[AnnotationAnnotations] = tc.ann
+			}
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(tc.ingress...))
+			f.syncIngressToServer()
+			f.addRoute(svc, both(tc.route...))
+			f.syncRouteToServer()
+			f.addService(svc, true)
+			// The settle time has passed since the new object was first
+			// seen ready.
+			if !tc.justReady {
+				f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: newUID(tc.oldKind), at: testNow.Add(-time.Hour)}
+			}
+			f.clearActions()
+			err := f.sync(svc)
+			if got := requeued(t, err); got != tc.wantAfter {
+				t.Errorf("requeued after %v, want %v", got, tc.wantAfter)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			if reasons := f.reasons(); tc.reason != "" && !slices.Contains(reasons, tc.reason) {
+				t.Errorf("Events %v, want one %s", reasons, tc.reason)
+			}
+			for _, a := range f.allActions() {
+				if d, ok := a.(k8stesting.DeleteActionImpl); ok {
+					if p := d.DeleteOptions.Preconditions; p == nil || p.UID == nil || *p.UID == "" {
+						t.Errorf("delete of %s without a UID precondition", d.Resource.Resource)
+					}
+				}
+			}
+			if slices.Contains(tc.want, "patch "+tc.oldKind) {
+				checkWithdrawPatch(t, f, tc.oldKind, tc.ann != "")
+			}
+		})
+	}
+}
+
+// checkWithdrawPatch checks the one patch f received: a JSON patch by the
+// DNS field manager that tests the old object's UID and sets external-dns's
+// two controller annotations and the withdrawal time, nothing else; and
+// that the object then carries them (and, with ownAnnotation, still its
+// own).
+func checkWithdrawPatch(t *testing.T, f *syncFixture, oldKind string, ownAnnotation bool) {
+	t.Helper()
+	ops, managers := f.patches()
+	if len(ops) != 1 {
+		t.Fatalf("%d patches, want 1", len(ops))
+	}
+	if managers[0] != dnsFieldManager {
+		t.Errorf("field manager %q, want %q", managers[0], dnsFieldManager)
+	}
+	uid := "ingress-uid"
+	if oldKind == "httproutes" {
+		uid = "route-uid"
+	}
+	if op := ops[0][0]; op["op"] != "test" || op["path"] != "/metadata/uid" || op["value"] != uid {
+		t.Errorf("first op %v, want a test of the UID %s", op, uid)
+	}
+	// Either each key is added, or (the object has no annotations) the
+	// map of them, after a test that there is none.
+	want := map[string]bool{AnnotationExternalDNSController: true, AnnotationExternalDNSControllerLegacy: true, AnnotationDNSWithdrawn: true}
+	rest := ops[0][1:]
+	if len(rest) == 2 && rest[0]["op"] == "test" && rest[0]["path"] == "/metadata/annotations" && rest[0]["value"] == nil &&
+		rest[1]["op"] == "add" && rest[1]["path"] == "/metadata/annotations" {
+		set, _ := rest[1]["value"].(map[string]any)
+		for k := range set {
+			if !want[k] {
+				t.Errorf("annotation %s set, want only the withdrawal annotations", k)
+			}
+			delete(want, k)
+		}
+	} else {
+		for _, op := range rest {
+			key, _ := strings.CutPrefix(fmt.Sprint(op["path"]), "/metadata/annotations/")
+			key = strings.NewReplacer("~1", "/", "~0", "~").Replace(key)
+			if op["op"] != "add" || !want[key] {
+				t.Errorf("op %v, want only adds of the withdrawal annotations", op)
+			}
+			delete(want, key)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("annotations not set: %v", want)
+	}
+	var obj metav1.Object
+	var err error
+	if oldKind == "ingresses" {
+		obj, err = f.kube.NetworkingV1().Ingresses("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	} else {
+		obj, err = f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := obj.GetAnnotations()["example.com/team"]; ownAnnotation && v != "a" {
+		t.Errorf("the object's own annotation is %q after the withdrawal, want it kept", v)
+	}
+	if at, ok := withdrawnAt(obj); !ok || !at.Equal(testNow) {
+		t.Errorf("withdrawn at %v (%v), want %v; annotations %v", at, ok, testNow, obj.GetAnnotations())
+	}
+}
+
+func (f *syncFixture) allActions() []k8stesting.Action {
+	return slices.Concat(f.kube.Actions(), f.gateway.Actions())
+}
+
+// newUID is the UID the fixture gives the replacement of the old kind.
+func newUID(oldKind string) types.UID {
+	if oldKind == "ingresses" {
+		return "route-uid"
+	}
+	return "ingress-uid"
+}
+
+// TestCutoverWithoutDrainDeletesAtOnce: --ingress-move-dns-drain=0 is the
+// move as it was: the old object is deleted once the new one is ready and
+// settled, with no patch.
+func TestCutoverWithoutDrainDeletesAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		gateway string
+		want    string
+	}{{"gw", "delete ingresses"}, {"", "delete httproutes"}} {
+		f := newCutoverFixture(t, 0)
+		f.c.settling.settle = 0
+		svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+		svc.ResourceVersion = "1"
+		f.addIngress(svc, withAddress)
+		f.addRoute(svc, acceptedAt(1))
+		f.syncExpecting(svc, []string{tc.want})
+	}
+}
+
+// TestCutoverSurvivesARestart: a new controller (nothing in memory: no
+// settle time seen) finds the old object withdrawn: it neither writes the
+// time again nor waits the settle time again, only what is left of the
+// drain, and deletes it when that passed.
+func TestCutoverSurvivesARestart(t *testing.T) {
+	at := testNow.Add(-45 * time.Second)
+	f := newCutoverFixture(t, testDrain)
+	svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addIngress(svc, both(withAddress, withdrawn[*networkingv1.Ingress](at)))
+	f.syncIngressToServer()
+	f.addRoute(svc, acceptedAt(1))
+	f.addService(svc, true)
+	f.clearActions()
+	if got := requeued(t, f.sync(svc)); got != 15*time.Second {
+		t.Errorf("requeued after %v, want the 15s left of the drain", got)
+	}
+	if got := f.writes(); len(got) != 0 {
+		t.Errorf("writes = %q, want none", got)
+	}
+	live, err := f.kube.NetworkingV1().Ingresses("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := withdrawnAt(live); !got.Equal(at) {
+		t.Errorf("withdrawn at %v, want the original %v", got, at)
+	}
+	f.c.cutover.now = func() time.Time { return at.Add(testDrain) }
+	if err := f.sync(svc); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if got := f.writes(); !slices.Equal(got, []string{"delete ingresses"}) {
+		t.Errorf("writes = %q once the drain passed, want the delete", got)
+	}
+}
+
+// TestCutoverMoveBackMidDrain: a Service that moves back while its old
+// object drains makes it the desired one again: the withdrawal is removed
+// (by a patch that tests each value and removes only those keys), nothing
+// is deleted, and the object it had moved to is not withdrawn before the
+// returned one is seen back in external-dns.
+func TestCutoverMoveBackMidDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gateway string // the Service's ingress/gateway now
+		ingress []func(*networkingv1.Ingress)
+		route   []func(*gatewayv1.HTTPRoute)
+		want    []string
+	}{
+		{name: "back to the withdrawn Ingress", gateway: "",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-10 * time.Second))},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			want:    []string{"patch ingresses"}},
+		{name: "back to the withdrawn route", gateway: "gw",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-10 * time.Second))},
+			want:    []string{"patch httproutes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			f.c.settling.settle = 0
+			svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(tc.ingress...))
+			f.syncIngressToServer()
+			f.addRoute(svc, both(tc.route...))
+			f.syncRouteToServer()
+			f.addService(svc, true)
+			f.clearActions()
+			if err := f.sync(svc); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			if reasons := f.reasons(); !slices.Contains(reasons, ReasonReturnedToDNS) {
+				t.Errorf("Events %v, want one %s", reasons, ReasonReturnedToDNS)
+			}
+			ops, managers := f.patches()
+			if len(ops) != 1 || managers[0] != dnsFieldManager {
+				t.Fatalf("patches %v by %v, want one by %s", ops, managers, dnsFieldManager)
+			}
+			removed := map[string]bool{}
+			for i, op := range ops[0] {
+				switch op["op"] {
+				case "test":
+				case "remove":
+					if prev := ops[0][i-1]; prev["op"] != "test" || prev["path"] != op["path"] {
+						t.Errorf("remove of %v not right after a test of its value", op["path"])
+					}
+					removed[op["path"].(string)] = true
+				default:
+					t.Errorf("op %v, want only tests and removes", op)
+				}
+			}
+			if len(removed) != 3 {
+				t.Errorf("removed %v, want the three withdrawal annotations", removed)
+			}
+			var obj metav1.Object
+			var err error
+			if tc.gateway == "" {
+				obj, err = f.kube.NetworkingV1().Ingresses("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			} else {
+				obj, err = f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withdrawalMarked(obj) {
+				t.Errorf("annotations %v still mark it withdrawn", obj.GetAnnotations())
+			}
+		})
+	}
+}
+
+// TestCutoverReturnsTheOldObjectWhenTheNewOneIsNotReady: the withdrawal
+// holds while the new object is ready: a route no longer accepted (or an
+// Ingress without an address) gives the old object back to external-dns,
+// which still serves.
+func TestCutoverReturnsTheOldObjectWhenTheNewOneIsNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gateway string
+		ingress []func(*networkingv1.Ingress)
+		route   []func(*gatewayv1.HTTPRoute)
+		want    []string
+		reason  string
+	}{
+		{name: "to a Gateway, the route no longer accepted", gateway: "gw",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-10 * time.Second))},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), func(r *gatewayv1.HTTPRoute) { r.Generation = 2 }},
+			want:    []string{"patch ingresses"}, reason: ReasonWaitingForHTTPRoute},
+		{name: "back on Ingress, the Ingress without an address", gateway: "",
+			ingress: nil,
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-10 * time.Second))},
+			want:    []string{"patch httproutes"}, reason: ReasonWaitingForIngress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(tc.ingress...))
+			f.syncIngressToServer()
+			f.addRoute(svc, both(tc.route...))
+			f.syncRouteToServer()
+			f.syncExpecting(svc, tc.want)
+			reasons := f.reasons()
+			for _, want := range []string{tc.reason, ReasonReturnedToDNS} {
+				if !slices.Contains(reasons, want) {
+					t.Errorf("Events %v, want one %s", reasons, want)
+				}
+			}
+		})
+	}
+}

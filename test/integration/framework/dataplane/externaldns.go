@@ -1,0 +1,347 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+// ExternalDNSOptions configure StartExternalDNS.
+type ExternalDNSOptions struct {
+	// Binary is the external-dns executable; empty: <repo>/bin/external-dns.
+	Binary string
+	// Provider is the URL of its webhook provider (a DNSRecorder's URL).
+	Provider string
+	// Sources are its --source flags, e.g. ingress, gateway-httproute.
+	Sources []string
+	// Namespace limits its sources (and the Gateways of routes) to one
+	// namespace.
+	Namespace string
+	// DomainFilter limits the records it manages to a domain.
+	DomainFilter string
+	// Interval is its --interval; it also runs on the sources' events.
+	// 0: one second.
+	Interval time.Duration
+}
+
+// ExternalDNS is a running external-dns process (bin/external-dns, built
+// by hack/build-tools.sh) watching the API server of the config it was
+// started with, with the TXT registry and the sync policy.
+type ExternalDNS struct {
+	cmd     *exec.Cmd
+	dir     string
+	logPath string
+	done    chan struct{}
+	waitErr error
+	stop    sync.Once
+}
+
+// StartExternalDNS starts external-dns against cfg's API server with the
+// webhook provider at o.Provider. Stop it with Stop.
+func StartExternalDNS(cfg *rest.Config, o ExternalDNSOptions) (*ExternalDNS, error) {
+	if o.Binary == "" {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		o.Binary = filepath.Join(root, "bin", "external-dns")
+	}
+	if _, err := os.Stat(o.Binary); err != nil {
+		return nil, fmt.Errorf("%s not found: run `make tools` (hack/build-tools.sh external-dns) first", o.Binary)
+	}
+	if o.Interval == 0 {
+		o.Interval = time.Second
+	}
+	dir, err := os.MkdirTemp("", "external-dns-")
+	if err != nil {
+		return nil, err
+	}
+	x := &ExternalDNS{dir: dir, logPath: filepath.Join(dir, "external-dns.log"), done: make(chan struct{})}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := WriteKubeconfig(cfg, kubeconfig); err != nil {
+		x.cleanup()
+		return nil, err
+	}
+	logFile, err := os.Create(x.logPath)
+	if err != nil {
+		x.cleanup()
+		return nil, err
+	}
+	defer logFile.Close()
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--provider=webhook",
+		"--webhook-provider-url=" + o.Provider,
+		"--registry=txt",
+		"--txt-owner-id=controller-manager-test",
+		"--policy=sync",
+		"--interval=" + o.Interval.String(),
+		"--events",
+		"--min-event-sync-interval=100ms",
+		"--metrics-address=127.0.0.1:0",
+		"--log-level=debug",
+	}
+	for _, s := range o.Sources {
+		args = append(args, "--source="+s)
+	}
+	if o.Namespace != "" {
+		args = append(args, "--namespace="+o.Namespace, "--gateway-namespace="+o.Namespace)
+	}
+	if o.DomainFilter != "" {
+		args = append(args, "--domain-filter="+o.DomainFilter)
+	}
+	cmd := exec.Command(o.Binary, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = traefikEnv(kubeconfig) // the same: KUBECONFIG, no in-cluster variables
+	cmd.SysProcAttr = processAttr()
+	if err := cmd.Start(); err != nil {
+		x.cleanup()
+		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
+	}
+	x.cmd = cmd
+	go func() {
+		x.waitErr = cmd.Wait()
+		close(x.done)
+	}()
+	return x, nil
+}
+
+// Exited reports whether external-dns has ended (it should not while the
+// test runs) and why.
+func (x *ExternalDNS) Exited() (bool, error) {
+	select {
+	case <-x.done:
+		return true, x.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// Logs returns the end of external-dns's log, for failure messages.
+func (x *ExternalDNS) Logs() string {
+	b, err := os.ReadFile(x.logPath)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", x.logPath, err)
+	}
+	const max = 64 << 10
+	if len(b) > max {
+		b = append([]byte("...\n"), b[len(b)-max:]...)
+	}
+	return string(b)
+}
+
+// Stop terminates external-dns and removes its directory.
+func (x *ExternalDNS) Stop() {
+	x.stop.Do(func() {
+		if x.cmd != nil {
+			_ = x.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-x.done:
+			case <-time.After(10 * time.Second):
+				_ = x.cmd.Process.Kill()
+				<-x.done
+			}
+		}
+		x.cleanup()
+	})
+}
+
+func (x *ExternalDNS) cleanup() { _ = os.RemoveAll(x.dir) }
+
+// webhookMediaType is the media type of external-dns's webhook provider
+// protocol, version 1 (its provider/webhook/api).
+const webhookMediaType = "application/external.dns.webhook+json;version=1"
+
+// Endpoint is a DNS record as external-dns's webhook protocol carries it
+// (its endpoint.Endpoint in JSON).
+type Endpoint struct {
+	DNSName          string            `json:"dnsName,omitempty"`
+	Targets          []string          `json:"targets,omitempty"`
+	RecordType       string            `json:"recordType,omitempty"`
+	SetIdentifier    string            `json:"setIdentifier,omitempty"`
+	RecordTTL        int64             `json:"recordTTL,omitempty"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	ProviderSpecific []json.RawMessage `json:"providerSpecific,omitempty"`
+}
+
+// changes is one ApplyChanges of the webhook protocol (external-dns's
+// plan.Changes in JSON).
+type changes struct {
+	Create    []Endpoint `json:"create,omitempty"`
+	UpdateOld []Endpoint `json:"updateOld,omitempty"`
+	UpdateNew []Endpoint `json:"updateNew,omitempty"`
+	Delete    []Endpoint `json:"delete,omitempty"`
+}
+
+// DNSChange is one ApplyChanges external-dns sent, with the zone as it was
+// right after it (applied as one: a real provider's change batch).
+type DNSChange struct {
+	At time.Time
+	// Summary lists the change's records as "+A host [targets]", "-A ...".
+	Summary string
+	// Records are every record of the zone after the change.
+	Records []Endpoint
+}
+
+// Targets returns the targets of the record of name and type in the zone
+// after the change, nil when there is none.
+func (c DNSChange) Targets(name, recordType string) []string {
+	return targetsOf(c.Records, name, recordType)
+}
+
+func targetsOf(records []Endpoint, name, recordType string) []string {
+	for _, r := range records {
+		if r.DNSName == name && r.RecordType == recordType {
+			return r.Targets
+		}
+	}
+	return nil
+}
+
+// DNSRecorder is a webhook provider for external-dns (GET / to negotiate,
+// GET and POST /records, POST /adjustendpoints) holding one in-memory zone
+// and recording every change, on 127.0.0.1.
+type DNSRecorder struct {
+	// URL is what external-dns's --webhook-provider-url takes.
+	URL string
+
+	domain   string
+	srv      *http.Server
+	mu       sync.Mutex
+	records  []Endpoint
+	changes  []DNSChange
+	onChange func(DNSChange)
+}
+
+// OnChange makes f be called with each change from now on, before
+// external-dns gets its answer: what f checks holds while the change is
+// being applied, before external-dns goes on.
+func (r *DNSRecorder) OnChange(f func(DNSChange)) {
+	r.mu.Lock()
+	r.onChange = f
+	r.mu.Unlock()
+}
+
+// StartDNSRecorder serves a zone for domain (the domain filter it
+// negotiates) on a free 127.0.0.1 port; Close stops it.
+func StartDNSRecorder(domain string) (*DNSRecorder, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &DNSRecorder{URL: "http://" + l.Addr().String(), domain: domain}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", r.negotiate)
+	mux.HandleFunc("GET /records", r.list)
+	mux.HandleFunc("POST /records", r.apply)
+	mux.HandleFunc("POST /adjustendpoints", r.adjust)
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = r.srv.Serve(l) }()
+	return r, nil
+}
+
+// Close stops serving.
+func (r *DNSRecorder) Close() { _ = r.srv.Close() }
+
+// Changes returns every change recorded so far, in order.
+func (r *DNSRecorder) Changes() []DNSChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.changes)
+}
+
+// Targets returns the targets of the record of name and type now.
+func (r *DNSRecorder) Targets(name, recordType string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(targetsOf(r.records, name, recordType))
+}
+
+func (r *DNSRecorder) negotiate(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", webhookMediaType)
+	_ = json.NewEncoder(w).Encode(map[string][]string{"include": {r.domain}})
+}
+
+func (r *DNSRecorder) list(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	records := slices.Clone(r.records)
+	r.mu.Unlock()
+	if records == nil {
+		records = []Endpoint{}
+	}
+	w.Header().Set("Content-Type", webhookMediaType)
+	_ = json.NewEncoder(w).Encode(records)
+}
+
+func (r *DNSRecorder) adjust(w http.ResponseWriter, req *http.Request) {
+	var eps []json.RawMessage
+	if err := json.NewDecoder(req.Body).Decode(&eps); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", webhookMediaType)
+	_ = json.NewEncoder(w).Encode(eps)
+}
+
+// apply applies a change batch as one, as DNS providers do: deletions and
+// the old side of updates first, then creations and the new side; a
+// record to delete that is not there, or to create that is, fails the
+// whole batch (external-dns then retries).
+func (r *DNSRecorder) apply(w http.ResponseWriter, req *http.Request) {
+	var c changes
+	if err := json.NewDecoder(req.Body).Decode(&c); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	records := slices.Clone(r.records)
+	var summary []string
+	var errs []error
+	key := func(e Endpoint) string { return e.DNSName + "/" + e.RecordType + "/" + e.SetIdentifier }
+	for _, e := range slices.Concat(c.Delete, c.UpdateOld) {
+		i := slices.IndexFunc(records, func(x Endpoint) bool { return key(x) == key(e) })
+		if i < 0 {
+			errs = append(errs, fmt.Errorf("no record %s to delete", key(e)))
+			continue
+		}
+		records = slices.Delete(records, i, i+1)
+		summary = append(summary, fmt.Sprintf("-%s %s %v", e.RecordType, e.DNSName, e.Targets))
+	}
+	for _, e := range slices.Concat(c.UpdateNew, c.Create) {
+		if slices.ContainsFunc(records, func(x Endpoint) bool { return key(x) == key(e) }) {
+			errs = append(errs, fmt.Errorf("record %s exists already", key(e)))
+			continue
+		}
+		records = append(records, e)
+		summary = append(summary, fmt.Sprintf("+%s %s %v", e.RecordType, e.DNSName, e.Targets))
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.mu.Unlock()
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	r.records = records
+	change := DNSChange{At: time.Now(), Summary: strings.Join(summary, "; "), Records: slices.Clone(records)}
+	r.changes = append(r.changes, change)
+	onChange := r.onChange
+	r.mu.Unlock()
+	if onChange != nil {
+		onChange(change)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
