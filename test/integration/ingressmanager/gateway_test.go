@@ -468,7 +468,7 @@ func TestRouteBadInputAndForeignRoute(t *testing.T) {
 // Gateway it stays on its Ingress with a Warning, moves once the keys are
 // acknowledged, and goes back to an Ingress when the acknowledgement goes.
 func TestAccessControlKeepsTheIngressUntilAcknowledged(t *testing.T) {
-	e := setup(t)
+	e := setup(t, func(o *app.Options) { o.IngressMoveDNSDrain = 0 })
 	const auth = `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "basic-auth", "nginx.ingress.kubernetes.io/rewrite-target": "/"}`
 	e.createService(framework.SeedService(e.ns, "private", map[string]string{"ingress/http": "nginx", "ingress/annotations": auth}))
 	e.waitIngress("private", "the Ingress", nil)
