@@ -97,7 +97,11 @@ func (r *run) ingressManager(ctx context.Context) (err error) {
 		return err
 	}
 
-	for _, step := range []func(context.Context) error{r.coldAndRemove, r.readdAndRecreate, r.restartAndIdle, r.steady, r.routable} {
+	steps := []func(context.Context) error{r.coldAndRemove, r.readdAndRecreate, r.restartAndIdle, r.steady, r.routable}
+	if cfg.Scale {
+		steps = steps[:2] // readdAndRecreate stops after its memory reading
+	}
+	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -250,6 +254,9 @@ func (r *run) readdAndRecreate(ctx context.Context) error {
 		}
 		mem.BytesPerService = float64(mem.Services.HeapLive-mem.Empty.HeapLive) / float64(n)
 		r.cfg.logf("N=%d Services: heap live %s: %.0f B/Service", n, mib(mem.Services.HeapLive), mem.BytesPerService)
+		if r.cfg.Scale {
+			return nil
+		}
 
 		add := []byte(`{"metadata":{"annotations":{"` + ingressmanager.AnnotationHTTP + `":"nginx"}}}`)
 		if err := r.patchAll(ctx, mgr, &Phase{Name: "re-add"}, add, func(w *watcher) bool { return len(w.owned) == n }, fmt.Sprintf("%d owned Ingresses", n)); err != nil {

@@ -39,8 +39,12 @@ type Result struct {
 	HTTPRoute      *RouteResult    `json:"httproute,omitempty"`
 	// Peer is the cold start of ingress-manager and of its
 	// controller-runtime peer, each on a fresh control plane.
-	Peer    []Contender `json:"peer,omitempty"`
-	Targets []Target    `json:"targets"`
+	Peer []Contender `json:"peer,omitempty"`
+	// Scale is the run's point of the scale curve (ScalePoint).
+	Scale        *ScalePoint   `json:"scale_point,omitempty"`
+	PodLogger    *PodLogger    `json:"podlogger,omitempty"`
+	NetworkScale *NetworkScale `json:"network_scale,omitempty"`
+	Targets      []Target      `json:"targets"`
 }
 
 // Step is one top-level phase of a run.
@@ -72,6 +76,10 @@ type Settings struct {
 	SteadyWindowS    float64  `json:"steady_window_seconds"`
 	NetworksPerCase  int      `json:"networks_per_case"`
 	ManagerBuildArgs []string `json:"manager_build_flags,omitempty"`
+	// Scale: only what the scale curve needs (Config.Scale).
+	Scale            bool    `json:"scale,omitempty"`
+	PodUpdateRate    float64 `json:"pod_update_rate,omitempty"`
+	PodUpdateWindowS float64 `json:"pod_update_window_seconds,omitempty"`
 }
 
 // Rate is a throughput at one client concurrency.
@@ -346,6 +354,9 @@ func newResult(cfg Config) *Result {
 			SteadyWindowS:    cfg.SteadyWindow.Seconds(),
 			NetworksPerCase:  cfg.Networks,
 			ManagerBuildArgs: cfg.BuildFlags,
+			Scale:            cfg.Scale,
+			PodUpdateRate:    podRate(cfg),
+			PodUpdateWindowS: podWindow(cfg),
 		},
 	}
 }
@@ -724,6 +735,8 @@ func (r *Result) WriteTable(out io.Writer) {
 		row("cold (--ingress-gateway)", fmt.Sprintf("%.2f", rt.Cold.Seconds), fmt.Sprintf("%.2f", rt.Cold.Ratio), fmt.Sprintf("%.2f (%s)", rt.Cold.WritesPerObject, verbs(rt.Cold.Writes)), fmt.Sprintf("%.2f", rt.Cold.CPUms))
 		flush()
 	}
+
+	r.writeScaleTables(out, row, sep, flush)
 
 	if len(r.Targets) > 0 {
 		row("target", "wanted", "measured", "met")
