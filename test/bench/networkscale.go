@@ -90,7 +90,9 @@ func (r *run) networkScale(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.phaseTimeout()+time.Duration(m)*10*time.Millisecond)
+	// Creating them, two managers converging them and a restart: every
+	// wait grows with the Networks.
+	ctx, cancel := context.WithTimeout(ctx, cfg.phaseTimeout()+time.Duration(m)*60*time.Millisecond)
 	defer cancel()
 	ns := scaleNetworkNamespace
 	if err := createNamespace(ctx, r.client, ns); err != nil {

@@ -107,7 +107,8 @@ func (r *run) podLoggerPhase(ctx context.Context) (err error) {
 	}
 	res := &PodLogger{Pods: n}
 	r.res.PodLogger = res
-	timeout := cfg.phaseTimeout() + time.Duration(n)*time.Millisecond
+	// Every wait grows with the Pods, as the phase timeout does with N.
+	timeout := max(cfg.phaseTimeout(), 2*time.Minute+time.Duration(n)*30*time.Millisecond)
 	for _, ns := range []string{podNamespace, podEmptyNamespace} {
 		if err := createNamespace(ctx, r.client, ns); err != nil {
 			return err
