@@ -461,7 +461,7 @@ func (r *Result) computeTargets() {
 	if r.Memory.Services.HeapLive > 0 && r.Memory.Empty.HeapLive > 0 {
 		r.Targets = append(r.Targets, Target{
 			Name: "Go heap per cached Service", Target: "<= 2 KiB",
-			Measured: fmt.Sprintf("%.0f B (with its Ingress: %.0f B)", r.Memory.BytesPerService, r.Memory.BytesPerPair),
+			Measured: withIngress(fmt.Sprintf("%.0f B", r.Memory.BytesPerService), r.Memory),
 			Met:      r.Memory.BytesPerService <= 2048, Note: heapNote(r.N),
 		})
 	}
@@ -657,7 +657,9 @@ func (r *Result) WriteTable(out io.Writer) {
 			row(h.name, mib(h.h.PeakRSS), mib(h.h.HeapLive), mib(h.h.HeapInuse), fmt.Sprint(h.h.GCAfterState))
 		}
 		row("**per cached Service**", "", fmt.Sprintf("**%.0f B**", mem.BytesPerService), "", "")
-		row("per Service + its Ingress", "", fmt.Sprintf("%.0f B", mem.BytesPerPair), "", "")
+		if mem.Full.HeapLive > 0 { // a -scale run does not read it
+			row("per Service + its Ingress", "", fmt.Sprintf("%.0f B", mem.BytesPerPair), "", "")
+		}
 		flush()
 	}
 
@@ -816,4 +818,13 @@ func heapNote(n int) string {
 		return fmt.Sprintf("a fixed ~1 MiB is spread over N=%d Services; see the N=10,000 run", n)
 	}
 	return ""
+}
+
+// withIngress adds the heap per Service and its Ingress to measured, when
+// the run read it (a -scale run does not).
+func withIngress(measured string, m Memory) string {
+	if m.Full.HeapLive <= 0 {
+		return measured
+	}
+	return fmt.Sprintf("%s (with its Ingress: %.0f B)", measured, m.BytesPerPair)
 }
