@@ -68,9 +68,10 @@ type PodUpdates struct {
 	P50ms        float64 `json:"lag_p50_ms"`
 	P99ms        float64 `json:"lag_p99_ms"`
 	Maxms        float64 `json:"lag_max_ms"`
-	// CPUSeconds is the manager's CPU from the first update until every
-	// one was logged and its queue was empty; IdleCPUSeconds its CPU over
-	// as long a window just before, with no update.
+	// CPUSeconds is the manager's CPU over Seconds, from the first update
+	// until every one was logged and its queue was empty; IdleCPUSeconds
+	// its CPU over as long a time at its rate over a window of no update
+	// just before (as long as the updates' schedule).
 	Seconds        float64 `json:"seconds"`
 	CPUSeconds     float64 `json:"cpu_seconds"`
 	IdleCPUSeconds float64 `json:"idle_cpu_seconds"`
@@ -232,8 +233,7 @@ func (r *run) podUpdates(ctx context.Context, mgr *managerProcess) (PodUpdates, 
 	if err != nil {
 		return u, err
 	}
-	idleSeconds := time.Since(start).Seconds()
-	u.IdleCPUSeconds = (idle1.cpu - idle0.cpu) * window.Seconds() / idleSeconds
+	idleRate := (idle1.cpu - idle0.cpu) / time.Since(start).Seconds()
 
 	log, err := newLogFollower(mgr.logPath)
 	if err != nil {
@@ -317,6 +317,7 @@ func (r *run) podUpdates(ctx context.Context, mgr *managerProcess) (PodUpdates, 
 	u.Seconds = time.Since(start).Seconds()
 	u.OtherCPU = before.machine.otherShare(after.machine)
 	u.CPUSeconds = after.cpu - before.cpu
+	u.IdleCPUSeconds = idleRate * u.Seconds
 	u.CPUPerEventMs = 1000 * max(0, u.CPUSeconds-u.IdleCPUSeconds) / float64(count)
 	u.LogBytesPerEvent = float64(log.offset-log.start) / float64(count)
 	var lags []time.Duration
