@@ -19,7 +19,13 @@
 //     gophercloud client's rate for the same requests, and Neutron API
 //     requests per Network, and of a restart with converged Networks, both
 //     from Neutron's own access log;
-//   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N.
+//   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N;
+//   - scale points, off by default (scale.go): Config.Scale keeps only what
+//     the ingress-manager's curve against N needs; podlogger (Config.Pods)
+//     is pod-logger alone on Pods created directly: cache sync, memory per
+//     Pod, update -> log line lag and CPU per update; network-scale
+//     (Config.ScaleNetworks) is the network controller's binary on its
+//     memory backend: time to Ready, RSS, and a restart on converged state.
 //
 // API writes come from the API server's apiserver_request_total. Benchmarks
 // report; they never fail on a timing.
@@ -106,9 +112,9 @@ type Config struct {
 	// neutron phase's restart (0: none).
 	NeutronRestartNetworks int
 	OpenStackDir           string
-	// Scale keeps only what the scale curve needs (scale.go): the
-	// ingress-manager's cold starts and its memory at N=0 and with N
-	// Services cached, and the cold starts of the manager and the informer
+	// Scale keeps only what the scale curve needs (scale.go): one cold
+	// start of the ingress-manager phase, its annotation removal and its
+	// memory at N=0 and with N Services cached, and the cold starts of the manager and the informer
 	// floor on fresh control planes; the limit sweep, the re-add, recreate,
 	// restart and idle steps, the controller-runtime peer, and the steady,
 	// routable, httproute, network and neutron phases are skipped.

@@ -66,7 +66,7 @@ func run() int {
 	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
 	skip := flag.String("skip", "", "Comma-separated phases not to run: "+strings.Join(phases, ", ")+" (for quick tuning runs).")
 	only := flag.String("only", "", "Comma-separated phases to run, every other one skipped (as -skip names them); the manager at N=0 always starts.")
-	flag.BoolVar(&cfg.Scale, "scale", false, "A point of the ingress-manager's scale curve at N: only its cold starts (-cold-runs of them), the annotation removal and its memory at N=0 and with N Services cached, and the cold starts of the manager and the informer floor on fresh control planes; no limit sweep, re-add, recreate, restart, idle, controller-runtime peer, steady, routable, httproute, network or neutron.")
+	flag.BoolVar(&cfg.Scale, "scale", false, "A point of the ingress-manager's scale curve at N: only one cold start, the annotation removal and its memory at N=0 and with N Services cached, and the cold starts of the manager and the informer floor on fresh control planes; no limit sweep, re-add, recreate, restart, idle, controller-runtime peer, steady, routable, httproute, network or neutron.")
 	flag.IntVar(&cfg.Pods, "pods", 0, "Pods of the podlogger phase (pod-logger alone, on Pods created directly: cache sync, memory per Pod, update -> log line lag, CPU per update); 0 skips it.")
 	flag.Float64Var(&cfg.PodUpdateRate, "pod-update-rate", cfg.PodUpdateRate, "Pod updates per second of the podlogger phase, each to its own Pod.")
 	flag.DurationVar(&cfg.PodUpdateWindow, "pod-update-window", cfg.PodUpdateWindow, "How long the podlogger phase's updates run (at most one per Pod).")
