@@ -168,6 +168,27 @@ bench: ## Measure the controllers against the API server's own limit on a fresh 
 	hack/build-tools.sh kube-apiserver etcd traefik
 	hack/with-openstack.sh $(GO) run ./test/bench/cmd/bench -n $(N) $(BENCH_ARGS)
 
+# Scale points (docs/benchmarks.md#scale-points): too long for `make bench`,
+# each run writes its own result.
+SCALE_N      ?= 1000 10000 100000
+SCALE_PODS   ?= 150000
+SCALE_NETS   ?= 10000
+
+.PHONY: bench-scale
+bench-scale: ## Scale curve of ingress-manager: one `-scale` run (cold starts against the informer floor, memory per Service) at each N of SCALE_N (1000 10000 100000; hours on two cores).
+	hack/build-tools.sh kube-apiserver etcd
+	set -e; for n in $(SCALE_N); do $(GO) run ./test/bench/cmd/bench -n $$n -scale $(BENCH_ARGS); done
+
+.PHONY: bench-pods
+bench-pods: ## Scale point of pod-logger at SCALE_PODS Pods (150000): cache sync, memory per Pod, update -> log line lag, CPU per update.
+	hack/build-tools.sh kube-apiserver etcd
+	$(GO) run ./test/bench/cmd/bench -only podlogger -pods $(SCALE_PODS) $(BENCH_ARGS)
+
+.PHONY: bench-networks
+bench-networks: ## Scale point of the network controller at SCALE_NETS Networks (10000) on the memory backend: time to Ready, RSS, restart.
+	hack/build-tools.sh kube-apiserver etcd
+	$(GO) run ./test/bench/cmd/bench -only network-scale -scale-networks $(SCALE_NETS) $(BENCH_ARGS)
+
 .PHONY: openstack-up
 openstack-up: ## Start the local Keystone + Neutron (installs Debian's packages when missing; needs root for that).
 	hack/openstack-up.sh

@@ -52,6 +52,9 @@ func benchmarks(root string, files map[string][]byte) error {
 		"cold-convergence.svg": coldChart,
 		"versus-floor.svg":     floorChart,
 		"memory.svg":           memoryChart,
+		"scale-memory.svg":     scaleMemoryChart,
+		"scale-cpu.svg":        scaleCPUChart,
+		"scale-cold.svg":       scaleColdChart,
 	}
 	for name, chart := range charts {
 		p, err := chart(runs)
@@ -103,7 +106,7 @@ func benchmarks(root string, files map[string][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := tmpl.Execute(&page, map[string]string{"Summary": summary.String(), "Runs": details.String()}); err != nil {
+	if err := tmpl.Execute(&page, map[string]string{"Summary": summary.String(), "Runs": details.String(), "Scale": scaleSection(runs)}); err != nil {
 		return err
 	}
 	files["docs/benchmarks.md"] = bytes.TrimRight(page.Bytes(), "\n")

@@ -19,7 +19,13 @@
 //     gophercloud client's rate for the same requests, and Neutron API
 //     requests per Network, and of a restart with converged Networks, both
 //     from Neutron's own access log;
-//   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N.
+//   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N;
+//   - scale points, off by default (scale.go): Config.Scale keeps only what
+//     the ingress-manager's curve against N needs; podlogger (Config.Pods)
+//     is pod-logger alone on Pods created directly: cache sync, memory per
+//     Pod, update -> log line lag and CPU per update; network-scale
+//     (Config.ScaleNetworks) is the network controller's binary on its
+//     memory backend: time to Ready, RSS, and a restart on converged state.
 //
 // API writes come from the API server's apiserver_request_total. Benchmarks
 // report; they never fail on a timing.
@@ -30,11 +36,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,7 +112,23 @@ type Config struct {
 	// neutron phase's restart (0: none).
 	NeutronRestartNetworks int
 	OpenStackDir           string
-	// Skip names phases not to run: "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron".
+	// Scale keeps only what the scale curve needs (scale.go): one cold
+	// start of the ingress-manager phase, its annotation removal and its
+	// memory at N=0 and with N Services cached, and the cold starts of the manager and the informer
+	// floor on fresh control planes; the limit sweep, the re-add, recreate,
+	// restart and idle steps, the controller-runtime peer, and the steady,
+	// routable, httproute, network and neutron phases are skipped.
+	Scale bool
+	// Pods is the number of Pods of the podlogger phase (0: no phase),
+	// PodUpdateRate the rate (per second) of its Pod updates, each to its
+	// own Pod, for PodUpdateWindow.
+	Pods            int
+	PodUpdateRate   float64
+	PodUpdateWindow time.Duration
+	// ScaleNetworks is the number of Networks of the network-scale phase
+	// (0: no phase).
+	ScaleNetworks int
+	// Skip names phases not to run: "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron", "podlogger", "network-scale".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
@@ -130,6 +154,8 @@ func DefaultConfig(n int) Config {
 		NeutronNetworks:        64,
 		NeutronWorkers:         []int{1, 4, 16, 64},
 		NeutronRestartNetworks: 1000,
+		PodUpdateRate:          100,
+		PodUpdateWindow:        30 * time.Second,
 		GCWait:                 150 * time.Second,
 		Settle:                 time.Second,
 	}
@@ -163,6 +189,13 @@ const (
 	limitNamespace = "bench-limit"
 	benchNamespace = "bench"
 )
+
+// etcdQuota is the benchmark etcd's --quota-backend-bytes: etcd's largest
+// recommended quota.
+const etcdQuota = 8 << 30
+
+// scaleSkips are the phases Config.Scale skips.
+var scaleSkips = []string{"limit", "steady", "routable", "httproute", "network", "neutron"}
 
 // errSkipped is returned by a phase that cannot run here.
 var errSkipped = errors.New("skipped")
@@ -201,6 +234,15 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	// envtest logs through controller-runtime's logger, which otherwise
 	// complains on stderr that it was never set.
 	ctrllog.SetLogger(logr.Discard())
+	if cfg.Scale {
+		cfg.Skip = maps.Clone(cfg.Skip)
+		if cfg.Skip == nil {
+			cfg.Skip = map[string]bool{}
+		}
+		for _, p := range scaleSkips {
+			cfg.Skip[p] = true
+		}
+	}
 	r := &run{cfg: &cfg, res: newResult(cfg)}
 	res = r.res
 	cpu0 := sampleCPU()
@@ -211,6 +253,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		r.res.DurationSeconds = r.res.Finished.Sub(r.res.Started).Seconds()
 		if err != nil {
 			r.res.Error = err.Error()
+		}
+		if p, ok := r.res.ScalePoint(); ok {
+			r.res.Scale = &p
 		}
 		r.res.computeTargets()
 	}()
@@ -257,6 +302,8 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		{"httproute", r.httpRoutePhase},
 		{"network", r.network},
 		{"neutron", r.neutronPhase},
+		{"podlogger", r.podLoggerPhase},
+		{"network-scale", r.networkScale},
 	} {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("interrupted before the %s phase: %w", phase.name, context.Cause(ctx))
@@ -339,6 +386,13 @@ func (r *run) freshControlPlane(ctx context.Context, kubeconfig string) (*contro
 	// N on a slow machine; a request still in flight at the phase's own
 	// deadline is cut off by the harness.
 	env.ControlPlane.GetAPIServer().Configure().Set("request-timeout", r.cfg.phaseTimeout().String())
+	// etcd's default 2 GiB quota holds the objects of a scale point, but
+	// not with the history of the cold starts' creates and deletes between
+	// the API server's compactions; past the quota etcd refuses writes.
+	if env.ControlPlane.Etcd == nil {
+		env.ControlPlane.Etcd = &envtest.Etcd{}
+	}
+	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(etcdQuota, 10))
 	r.cfg.logf("starting etcd and kube-apiserver")
 	cfg, err := env.Start()
 	if err != nil {

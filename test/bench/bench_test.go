@@ -65,6 +65,10 @@ func TestSmoke(t *testing.T) {
 		Networks:         5,
 		NetworkLatencies: []time.Duration{0, 10 * time.Millisecond},
 		NetworkWorkers:   []int{1, 4},
+		Pods:             20,
+		PodUpdateRate:    20,
+		PodUpdateWindow:  time.Second,
+		ScaleNetworks:    20,
 		Settle:           200 * time.Millisecond,
 		PhaseTimeout:     2 * time.Minute,
 		Log:              testWriter{t},
@@ -86,7 +90,7 @@ func TestSmoke(t *testing.T) {
 	for _, s := range res.Steps {
 		steps = append(steps, s.Name+" "+s.Outcome)
 	}
-	if want := []string{"manager at N=0 done", "limit done", "ingress-manager done", "peer done", "httproute done", "network done", "neutron skipped"}; !slices.Equal(steps, want) {
+	if want := []string{"manager at N=0 done", "limit done", "ingress-manager done", "peer done", "httproute done", "network done", "neutron skipped", "podlogger done", "network-scale done"}; !slices.Equal(steps, want) {
 		t.Errorf("steps = %q, want %q", steps, want)
 	}
 
@@ -193,6 +197,28 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("network case %+v, want %d Networks at a positive rate with at least one write each", c, cfg.Networks)
 		}
 	}
+	if p := res.PodLogger; p == nil {
+		t.Errorf("no podlogger result")
+	} else {
+		u := p.Updates
+		if p.Pods != cfg.Pods || !(p.CreateSeconds > 0) || !(p.CacheSyncSeconds > 0) || p.StartupSeconds < p.CacheSyncSeconds ||
+			p.Empty.PeakRSS <= 0 || p.Full.PeakRSS <= 0 || p.Full.HeapLive <= 0 || p.Full.Objects != cfg.Pods {
+			t.Errorf("podlogger = %+v, want %d Pods, positive times and memory readings", p, cfg.Pods)
+		}
+		if u.Events != 20 || u.Missing != 0 || !(u.AchievedRate > 0) || !(u.P50ms > 0) || u.P50ms > u.P99ms || u.P99ms > u.Maxms || !(u.LogBytesPerEvent > 0) {
+			t.Errorf("podlogger updates = %+v, want every update logged, ordered positive lags, and log bytes", u)
+		}
+	}
+	if ns := res.NetworkScale; ns == nil {
+		t.Errorf("no network-scale result")
+	} else if ns.Networks != cfg.ScaleNetworks || !(ns.ReadySeconds > 0) || ns.ReadySeconds < ns.CacheSyncSeconds || ns.WritesPerNetwork < 1 || ns.PeakRSS <= 0 ||
+		ns.Restart == nil || !(ns.Restart.Seconds > 0) || ns.Restart.BackendWrites != 0 {
+		t.Errorf("network-scale = %+v (restart %+v), want %d Networks Ready, at least a write each, and a restart without backend writes", ns, ns.Restart, cfg.ScaleNetworks)
+	}
+	if sp := res.Scale; sp == nil || sp.N != n || !(sp.ColdVersusFloor > 0) || !(sp.CPUmsPerObject > 0) || !(sp.FloorCPUmsPerObject > 0) || sp.HeapBytesPerService == 0 {
+		t.Errorf("scale point = %+v, want the cold time and CPU against the floor's and the heap per Service", sp)
+	}
+
 	if len(res.Targets) < 5 {
 		t.Errorf("targets = %+v, want every target of the issue evaluated", res.Targets)
 	}
@@ -215,7 +241,7 @@ func TestSmoke(t *testing.T) {
 	}
 	var table bytes.Buffer
 	res.WriteTable(&table)
-	for _, want := range []string{"**L** (best)", "cold", "steady state", "per cached Service", "controller-runtime peer", "Networks/s", "target"} {
+	for _, want := range []string{"**L** (best)", "cold", "steady state", "per cached Service", "controller-runtime peer", "Networks/s", "scale point", "per cached Pod", "every Network Ready", "target"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

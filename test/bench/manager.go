@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,9 @@ type managerProcess struct {
 	metricsURL string
 	readyURL   string
 	started    time.Time
+	// controller is the one controller it runs ("": ingress-manager),
+	// whose queue idle waits for.
+	controller string
 	exited     chan struct{}
 	waitErr    error
 }
@@ -45,6 +49,13 @@ func (r *run) startManager(name string, extra ...string) (*managerProcess, error
 
 // startManagerOn is startManager against the cluster of kubeconfig.
 func (r *run) startManagerOn(kubeconfig, name string, extra ...string) (*managerProcess, error) {
+	return r.startController(kubeconfig, name, "ingress-manager", benchNamespace, append(slices.Clone(r.cfg.ManagerArgs), extra...)...)
+}
+
+// startController starts the manager with only the controller ctrl,
+// scoped to namespace ns, serving metrics and health on free loopback
+// ports; its output goes to <tmp>/<name>.log.
+func (r *run) startController(kubeconfig, name, ctrl, ns string, extra ...string) (*managerProcess, error) {
 	mp, err := freePort()
 	if err != nil {
 		return nil, err
@@ -55,16 +66,19 @@ func (r *run) startManagerOn(kubeconfig, name string, extra ...string) (*manager
 	}
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
-		"--controllers=ingress-manager",
-		"--namespace=" + benchNamespace,
+		"--controllers=" + ctrl,
+		"--namespace=" + ns,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mp),
 		"--metrics-secure=false", // the harness scrapes plain HTTP on loopback
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hp),
 	}
-	args = append(args, r.cfg.ManagerArgs...)
 	args = append(args, extra...)
-	return r.startProcess(name, r.managerBin, args,
+	p, err := r.startProcess(name, r.managerBin, args,
 		fmt.Sprintf("http://127.0.0.1:%d/metrics", mp), fmt.Sprintf("http://127.0.0.1:%d/readyz", hp))
+	if p != nil {
+		p.controller = ctrl
+	}
+	return p, err
 }
 
 // startProcess starts bin with args, its output going to <tmp>/<name>.log;
@@ -231,7 +245,7 @@ func (p *managerProcess) idle(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sel := map[string]string{"name": "ingress-manager"}
+		sel := map[string]string{"name": p.queue()}
 		if m.has("workqueue_depth") && m.sum("workqueue_depth", sel) == 0 && m.sum("workqueue_unfinished_work_seconds", sel) == 0 {
 			return nil
 		}
@@ -241,6 +255,14 @@ func (p *managerProcess) idle(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// queue is the name of the workqueue of the controller p runs.
+func (p *managerProcess) queue() string {
+	if p.controller == "" {
+		return "ingress-manager"
+	}
+	return p.controller
 }
 
 const gcCyclesMetric = "go_gc_cycles_total_gc_cycles_total"

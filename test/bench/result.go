@@ -39,8 +39,12 @@ type Result struct {
 	HTTPRoute      *RouteResult    `json:"httproute,omitempty"`
 	// Peer is the cold start of ingress-manager and of its
 	// controller-runtime peer, each on a fresh control plane.
-	Peer    []Contender `json:"peer,omitempty"`
-	Targets []Target    `json:"targets"`
+	Peer []Contender `json:"peer,omitempty"`
+	// Scale is the run's point of the scale curve (ScalePoint).
+	Scale        *ScalePoint   `json:"scale_point,omitempty"`
+	PodLogger    *PodLogger    `json:"podlogger,omitempty"`
+	NetworkScale *NetworkScale `json:"network_scale,omitempty"`
+	Targets      []Target      `json:"targets"`
 }
 
 // Step is one top-level phase of a run.
@@ -72,6 +76,10 @@ type Settings struct {
 	SteadyWindowS    float64  `json:"steady_window_seconds"`
 	NetworksPerCase  int      `json:"networks_per_case"`
 	ManagerBuildArgs []string `json:"manager_build_flags,omitempty"`
+	// Scale: only what the scale curve needs (Config.Scale).
+	Scale            bool    `json:"scale,omitempty"`
+	PodUpdateRate    float64 `json:"pod_update_rate,omitempty"`
+	PodUpdateWindowS float64 `json:"pod_update_window_seconds,omitempty"`
 }
 
 // Rate is a throughput at one client concurrency.
@@ -346,6 +354,9 @@ func newResult(cfg Config) *Result {
 			SteadyWindowS:    cfg.SteadyWindow.Seconds(),
 			NetworksPerCase:  cfg.Networks,
 			ManagerBuildArgs: cfg.BuildFlags,
+			Scale:            cfg.Scale,
+			PodUpdateRate:    podRate(cfg),
+			PodUpdateWindowS: podWindow(cfg),
 		},
 	}
 }
@@ -450,7 +461,7 @@ func (r *Result) computeTargets() {
 	if r.Memory.Services.HeapLive > 0 && r.Memory.Empty.HeapLive > 0 {
 		r.Targets = append(r.Targets, Target{
 			Name: "Go heap per cached Service", Target: "<= 2 KiB",
-			Measured: fmt.Sprintf("%.0f B (with its Ingress: %.0f B)", r.Memory.BytesPerService, r.Memory.BytesPerPair),
+			Measured: withIngress(fmt.Sprintf("%.0f B", r.Memory.BytesPerService), r.Memory),
 			Met:      r.Memory.BytesPerService <= 2048, Note: heapNote(r.N),
 		})
 	}
@@ -646,7 +657,9 @@ func (r *Result) WriteTable(out io.Writer) {
 			row(h.name, mib(h.h.PeakRSS), mib(h.h.HeapLive), mib(h.h.HeapInuse), fmt.Sprint(h.h.GCAfterState))
 		}
 		row("**per cached Service**", "", fmt.Sprintf("**%.0f B**", mem.BytesPerService), "", "")
-		row("per Service + its Ingress", "", fmt.Sprintf("%.0f B", mem.BytesPerPair), "", "")
+		if mem.Full.HeapLive > 0 { // a -scale run does not read it
+			row("per Service + its Ingress", "", fmt.Sprintf("%.0f B", mem.BytesPerPair), "", "")
+		}
 		flush()
 	}
 
@@ -724,6 +737,8 @@ func (r *Result) WriteTable(out io.Writer) {
 		row("cold (--ingress-gateway)", fmt.Sprintf("%.2f", rt.Cold.Seconds), fmt.Sprintf("%.2f", rt.Cold.Ratio), fmt.Sprintf("%.2f (%s)", rt.Cold.WritesPerObject, verbs(rt.Cold.Writes)), fmt.Sprintf("%.2f", rt.Cold.CPUms))
 		flush()
 	}
+
+	r.writeScaleTables(out, row, sep, flush)
 
 	if len(r.Targets) > 0 {
 		row("target", "wanted", "measured", "met")
@@ -803,4 +818,13 @@ func heapNote(n int) string {
 		return fmt.Sprintf("a fixed ~1 MiB is spread over N=%d Services; see the N=10,000 run", n)
 	}
 	return ""
+}
+
+// withIngress adds the heap per Service and its Ingress to measured, when
+// the run read it (a -scale run does not).
+func withIngress(measured string, m Memory) string {
+	if m.Full.HeapLive <= 0 {
+		return measured
+	}
+	return fmt.Sprintf("%s (with its Ingress: %.0f B)", measured, m.BytesPerPair)
 }

@@ -88,8 +88,15 @@ const (
 // of that control plane, then the process starts; cold is until the
 // independent watcher sees the N owned Ingresses.
 func (r *run) peerPhase(ctx context.Context) error {
+	// The scale curve compares the manager with the floor only.
+	names := []string{ContenderOurs, ContenderPeer, ContenderFloor}
+	sources := map[string]string{ContenderPeer: peerSource, ContenderFloor: floorSource}
+	if r.cfg.Scale {
+		names = []string{ContenderOurs, ContenderFloor}
+		delete(sources, ContenderPeer)
+	}
 	bins := map[string]string{}
-	for name, src := range map[string]string{ContenderPeer: peerSource, ContenderFloor: floorSource} {
+	for name, src := range sources {
 		bins[name] = filepath.Join(r.tmp, filepath.Base(src))
 		if err := r.goBuild(ctx, bins[name], src); err != nil {
 			return err
@@ -97,7 +104,6 @@ func (r *run) peerPhase(ctx context.Context) error {
 	}
 	// The contenders take turns, so that a slow spell of the machine
 	// falls on each.
-	names := []string{ContenderOurs, ContenderPeer, ContenderFloor}
 	runs := map[string][]Contender{}
 	for i := range r.cfg.coldRuns() {
 		for j, name := range names {

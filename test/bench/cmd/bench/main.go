@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,7 +64,13 @@ func run() int {
 	flag.IntVar(&cfg.NeutronNetworks, "neutron-networks", cfg.NeutronNetworks, "Networks per neutron case (real Neutron of TEST_OPENSTACK_DIR; `make bench` starts one); 0 skips the phase.")
 	flag.IntVar(&cfg.NeutronRestartNetworks, "neutron-restart-networks", cfg.NeutronRestartNetworks, "Converged Networks of the neutron phase's restart; 0 skips it.")
 	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
-	skip := flag.String("skip", "", "Comma-separated phases not to run: ingress-manager, steady, routable, peer, httproute, network, neutron (for quick tuning runs).")
+	skip := flag.String("skip", "", "Comma-separated phases not to run: "+strings.Join(phases, ", ")+" (for quick tuning runs).")
+	only := flag.String("only", "", "Comma-separated phases to run, every other one skipped (as -skip names them); the manager at N=0 always starts.")
+	flag.BoolVar(&cfg.Scale, "scale", false, "A point of the ingress-manager's scale curve at N: only one cold start, the annotation removal and its memory at N=0 and with N Services cached, and the cold starts of the manager and the informer floor on fresh control planes; no limit sweep, re-add, recreate, restart, idle, controller-runtime peer, steady, routable, httproute, network or neutron.")
+	flag.IntVar(&cfg.Pods, "pods", 0, "Pods of the podlogger phase (pod-logger alone, on Pods created directly: cache sync, memory per Pod, update -> log line lag, CPU per update); 0 skips it.")
+	flag.Float64Var(&cfg.PodUpdateRate, "pod-update-rate", cfg.PodUpdateRate, "Pod updates per second of the podlogger phase, each to its own Pod.")
+	flag.DurationVar(&cfg.PodUpdateWindow, "pod-update-window", cfg.PodUpdateWindow, "How long the podlogger phase's updates run (at most one per Pod).")
+	flag.IntVar(&cfg.ScaleNetworks, "scale-networks", 0, "Networks of the network-scale phase (the manager binary's network controller on its memory backend: time to Ready, RSS, and an in-process restart on converged state); 0 skips it.")
 	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -95,14 +102,24 @@ func run() int {
 	}
 	cfg.OpenStackDir = os.Getenv("TEST_OPENSTACK_DIR")
 	cfg.Skip = map[string]bool{}
-	for _, s := range strings.Split(*skip, ",") {
-		switch s = strings.TrimSpace(s); s {
-		case "":
-		case "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron":
-			cfg.Skip[s] = true
-		default:
-			fmt.Fprintf(os.Stderr, "bench: -skip: unknown phase %q (ingress-manager, steady, routable, peer, httproute, network, neutron)\n", s)
+	skipped, err := phaseList("skip", *skip)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	for _, s := range skipped {
+		cfg.Skip[s] = true
+	}
+	if *only != "" {
+		kept, err := phaseList("only", *only)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 2
+		}
+		for _, p := range phases {
+			if !slices.Contains(kept, p) {
+				cfg.Skip[p] = true
+			}
 		}
 	}
 	cfg.ManagerArgs = managerArgs
@@ -134,6 +151,24 @@ func run() int {
 	}
 	fmt.Fprintf(os.Stderr, "bench: results written to %s (%s)\n", path, time.Since(res.Started).Round(time.Second))
 	return 0
+}
+
+// phases are the names -skip and -only take.
+var phases = []string{"limit", "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron", "podlogger", "network-scale"}
+
+// phaseList parses the comma-separated phases of flag name.
+func phaseList(name, list string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		switch s = strings.TrimSpace(s); {
+		case s == "":
+		case slices.Contains(phases, s):
+			out = append(out, s)
+		default:
+			return nil, fmt.Errorf("-%s: unknown phase %q (%s)", name, s, strings.Join(phases, ", "))
+		}
+	}
+	return out, nil
 }
 
 // positiveInts parses the comma-separated list of flag name.
