@@ -14,7 +14,8 @@ import (
 
 // profiled starts the manager's CPU profile (its --profiling endpoint) for
 // the expected length of a cold start at create rate l, written to
-// <CPUProfileDir>/<name>.pprof; wait returns once it is written. Without
+// <CPUProfileDir>/<name>.pprof, then its allocation profile
+// (<name>.allocs.pprof); wait returns once both are written. Without
 // CPUProfileDir it does nothing.
 func (r *run) profiled(ctx context.Context, mgr *managerProcess, name string, l float64) (wait func() error) {
 	if r.cfg.CPUProfileDir == "" {
@@ -24,8 +25,17 @@ func (r *run) profiled(ctx context.Context, mgr *managerProcess, name string, l 
 	// is idle and adds next to nothing.
 	seconds := int(math.Ceil(2*float64(r.cfg.N)/l)) + 3
 	url := strings.TrimSuffix(mgr.metricsURL, "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
+	allocs := strings.TrimSuffix(mgr.metricsURL, "/metrics") + "/debug/pprof/allocs"
 	done := make(chan error, 1)
-	go func() { done <- fetchTo(ctx, url, filepath.Join(r.cfg.CPUProfileDir, name+".pprof"), time.Duration(seconds+30)*time.Second) }()
+	go func() {
+		// Then what the process allocated since it started (the garbage the
+		// collector's share of the CPU is paid for).
+		err := fetchTo(ctx, url, filepath.Join(r.cfg.CPUProfileDir, name+".pprof"), time.Duration(seconds+30)*time.Second)
+		if err == nil {
+			err = fetchTo(ctx, allocs, filepath.Join(r.cfg.CPUProfileDir, name+".allocs.pprof"), 30*time.Second)
+		}
+		done <- err
+	}()
 	return func() error { return <-done }
 }
 

@@ -65,7 +65,7 @@ func run() int {
 	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
 	skip := flag.String("skip", "", "Comma-separated phases not to run: ingress-manager, steady, routable, peer, httproute, network, neutron (for quick tuning runs).")
 	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
-	flag.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for a CPU profile of the manager over each cold start but the last (cold-<i>.pprof; `go tool pprof` reads it). Empty: none.")
+	flag.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for a CPU profile of the manager over each cold start but the last (cold-<i>.pprof), and what it allocated by then (cold-<i>.allocs.pprof); `go tool pprof` reads them. Empty: none.")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())
