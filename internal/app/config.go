@@ -77,6 +77,8 @@ type ServersConfig struct {
 	// when empty).
 	MetricsSecure                  bool
 	TLSCertFile, TLSPrivateKeyFile string
+	// Profiling serves /debug/pprof/ beside /metrics.
+	Profiling bool
 }
 
 // LeaderElectionConfig is component-base's leader election configuration
@@ -120,6 +122,7 @@ func (o *Options) Complete() (*CompletedConfig, error) {
 			MetricsSecure:          o.MetricsSecure,
 			TLSCertFile:            o.TLSCertFile,
 			TLSPrivateKeyFile:      o.TLSPrivateKeyFile,
+			Profiling:              o.Profiling,
 		},
 		LeaderElection: LeaderElectionConfig{LeaderElectionConfiguration: o.LeaderElection, Identity: o.LeaderElectIdentity},
 	}

@@ -82,6 +82,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"disabled servers", func(o *Options) { o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0" }, ""},
 		{"any interface", func(o *Options) { o.MetricsBindAddress = ":8080" }, ""},
 		{"certificate without key", func(o *Options) { o.TLSCertFile = "tls.crt" }, "--tls-cert-file (\"tls.crt\") and --tls-private-key-file (\"\"): give both or neither"},
+		{"profiling without the metrics server", func(o *Options) { o.Profiling, o.MetricsBindAddress = true, "0" }, "--profiling: the profiles are served by the metrics server"},
 		{"key without certificate", func(o *Options) { o.TLSPrivateKeyFile = "tls.key" }, "give both or neither"},
 		{"certificate with plain HTTP", func(o *Options) {
 			o.TLSCertFile, o.TLSPrivateKeyFile, o.MetricsSecure = "tls.crt", "tls.key", false

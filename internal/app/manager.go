@@ -157,7 +157,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	serveOn(serversCtx, &servers, "metrics", m.metricsLn, m.metricsHandler, m.metricsTLS)
 	serveOn(serversCtx, &servers, "health", m.healthLn, m.health.handler(), nil)
 
-	m.broadcaster.StartStructuredLogging(3)
+	// Events are logged at -v=3; below it, no watcher is started at all:
+	// the broadcaster hands each Event to every watcher, and a cold start
+	// records one per object.
+	if logger.V(3).Enabled() {
+		m.broadcaster.StartStructuredLogging(3)
+	}
 	m.broadcaster.StartRecordingToSink(newEventSink(ctx,
 		&corev1client.EventSinkImpl{Interface: m.client.core.Events("")}, c.Clients.EventQPS, c.Clients.EventBurst))
 	defer m.broadcaster.Shutdown()

@@ -245,3 +245,22 @@ func TestServingCertificateReloads(t *testing.T) {
 		t.Fatalf("served certificate %q after the files changed; want second.example: %v", last, err)
 	}
 }
+
+// TestProfiling: --profiling adds Go's profiles beside /metrics, and only
+// then.
+func TestProfiling(t *testing.T) {
+	for _, profiling := range []bool{false, true} {
+		h := metricsHandler(profiling)
+		for path, wantBody := range map[string]string{"/debug/pprof/": "goroutine", "/debug/pprof/cmdline": "", "/metrics": "# HELP"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			want := http.StatusOK
+			if !profiling && path != "/metrics" {
+				want = http.StatusNotFound
+			}
+			if rec.Code != want || want == http.StatusOK && !strings.Contains(rec.Body.String(), wantBody) {
+				t.Errorf("profiling=%v: GET %s = %d %.80q, want %d with %q", profiling, path, rec.Code, rec.Body.String(), want, wantBody)
+			}
+		}
+	}
+}

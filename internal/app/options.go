@@ -71,6 +71,7 @@ type Options struct {
 	TLSCertFile            string
 	TLSPrivateKeyFile      string
 	HealthProbeBindAddress string
+	Profiling              bool
 
 	Logs *logsapi.LoggingConfiguration
 }
@@ -212,6 +213,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"PEM private key matching --tls-cert-file.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		"host:port of the /healthz and /readyz endpoints. '0' disables them.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
+		"Serve Go's runtime profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics server, behind the same authentication and authorization as /metrics when --metrics-secure (the client's user must be allowed to get the non-resource URL /debug/pprof/*, which the metrics-reader ClusterRole does not grant). Needs the metrics server (--metrics-bind-address not '0').")
 
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 	return fss
@@ -297,6 +300,9 @@ func (o *Options) Validate() error {
 	}
 	if o.TLSCertFile != "" && !o.MetricsSecure {
 		errs = append(errs, errors.New("--tls-cert-file / --tls-private-key-file: only used with --metrics-secure=true; drop them or --metrics-secure=false"))
+	}
+	if o.Profiling && o.MetricsBindAddress == "0" {
+		errs = append(errs, errors.New("--profiling: the profiles are served by the metrics server, which --metrics-bind-address=0 disables; give it an address or drop --profiling"))
 	}
 	return utilerrors.NewAggregate(errs)
 }

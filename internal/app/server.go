@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -59,9 +60,18 @@ func (h *health) handler() http.Handler {
 	return mux
 }
 
-func metricsHandler() http.Handler {
+// metricsHandler serves /metrics and, with profiling, Go's profiles at
+// /debug/pprof/ (as kube-controller-manager's --profiling does).
+func metricsHandler(profiling bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
@@ -70,7 +80,7 @@ func metricsHandler() http.Handler {
 func (m *Manager) newServers(ctx context.Context) error {
 	sc := &m.config.Servers
 	var err error
-	m.metricsHandler = metricsHandler()
+	m.metricsHandler = metricsHandler(sc.Profiling)
 	if !sc.MetricsSecure && sc.MetricsBindAddress != "0" && !isLoopback(sc.MetricsBindAddress) {
 		klog.FromContext(ctx).Info("Warning: --metrics-secure=false serves /metrics in plain HTTP to anyone who can connect; use it on 127.0.0.1 only", "address", sc.MetricsBindAddress)
 	}

@@ -130,6 +130,10 @@ type Config struct {
 	ScaleNetworks int
 	// Skip names phases not to run: "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron", "podlogger", "network-scale".
 	Skip map[string]bool
+	// CPUProfileDir, when set, receives a CPU profile of the manager over
+	// each cold start but the last (cold-<i>.pprof), from its --profiling
+	// endpoint.
+	CPUProfileDir string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }

@@ -219,12 +219,17 @@ func (r *run) coldRun(ctx context.Context, i int) (ColdRun, error) {
 		return ColdRun{}, err
 	}
 	var run ColdRun
+	var extra []string
+	if r.cfg.CPUProfileDir != "" {
+		extra = []string{"--profiling"}
+	}
 	err = r.withManager(ctx, fmt.Sprintf("cold-%d", i), func(mgr *managerProcess) (err error) {
 		ctx2, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
 		defer cancel()
+		profile := r.profiled(ctx2, mgr, fmt.Sprintf("cold-%d", i), l)
 		run, err = r.coldStart(ctx2, mgr, l, i)
-		return err
-	})
+		return errors.Join(err, profile())
+	}, extra...)
 	if err != nil {
 		return ColdRun{}, err
 	}

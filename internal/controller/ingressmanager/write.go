@@ -269,7 +269,9 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 			serviceUID: string(svc.UID), serviceVersion: svc.ResourceVersion,
 		})
 	}
-	klog.FromContext(ctx).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
+	// At -v=2: a cold start makes one per Service, and the Created Event
+	// tells the user at any verbosity.
+	klog.FromContext(ctx).V(2).Info("Created "+w.kind, w.logKey(), klog.KObj(desired))
 	r.wrote(w.reasons.created, fmt.Sprintf("Created %s %s", w.kind, desired.GetName()))
 	return nil
 }

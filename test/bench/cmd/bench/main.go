@@ -72,6 +72,7 @@ func run() int {
 	flag.DurationVar(&cfg.PodUpdateWindow, "pod-update-window", cfg.PodUpdateWindow, "How long the podlogger phase's updates run (at most one per Pod).")
 	flag.IntVar(&cfg.ScaleNetworks, "scale-networks", 0, "Networks of the network-scale phase (the manager binary's network controller on its memory backend: time to Ready, RSS, and an in-process restart on converged state); 0 skips it.")
 	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
+	flag.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for a CPU profile of the manager over each cold start but the last (cold-<i>.pprof), and what it allocated by then (cold-<i>.allocs.pprof); `go tool pprof` reads them. Empty: none.")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())
