@@ -176,6 +176,7 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	handler := c.Handler()
 	handler.UpdateFunc = func(oldObj, newObj any) {
 		if edited(oldObj, newObj) {
+			c.forgetObserved(newObj)
 			c.Enqueue(newObj)
 		}
 	}
@@ -184,6 +185,16 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	}
 	c.Background = c.scanLoop
 	return c, nil
+}
+
+// forgetObserved drops what the last scan read of an Unmanaged Network's
+// network, so that its sync reads it again: an edit asks for a fresh look
+// (an operator's annotation, say, after a change in the backend), which
+// an Unmanaged Network otherwise gets only at the next scan.
+func (c *Controller) forgetObserved(obj any) {
+	if n, ok := obj.(*samplecrdv1.Network); ok && n.Spec.Import != nil && n.Spec.Policy() == samplecrdv1.ManagementPolicyUnmanaged {
+		c.known.set(n.UID, nil)
+	}
 }
 
 // edited reports whether an update is an edit of the
@@ -426,13 +437,14 @@ func (c *Controller) failed(ctx context.Context, cached *samplecrdv1.Network, go
 // syncImport converges a Network that imports an existing backend network:
 // Managed, it adopts it (once) and then keeps its gateway as the spec says;
 // Unmanaged, it reads it and reports how it compares with the spec, and
-// never writes. cur is what the backend held when last seen, nil if not
-// known.
+// never writes. cur is what the backend held when last seen (the scans
+// read Unmanaged networks too, in batches), nil if not known: only then is
+// the network read here.
 func (c *Controller) syncImport(ctx context.Context, cached *samplecrdv1.Network, desired Network, cur *Network) error {
 	logger := klog.FromContext(ctx)
 	managed := cached.Spec.Policy() == samplecrdv1.ManagementPolicyManaged
 	got := cur
-	if got == nil || got.SubnetID == "" || !managed {
+	if got == nil || got.SubnetID == "" {
 		var err error
 		if got, err = c.backend.Import(ctx, desired, RefOf(cached.Spec.Import), managed); err != nil {
 			return c.failed(ctx, cached, nil, err)
@@ -617,7 +629,18 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			mine = append(mine, n) // else another manager's scope
 		}
 	}
-	inBackend := c.known.replace(mine, mark)
+	// The networks Unmanaged Networks bound are not marked as ours, so
+	// not in the List: they are read here, in batches, never one by one.
+	observed, err := c.backend.Observe(ctx, c.boundUnmanaged())
+	if err != nil {
+		if IsDown(err) && ctx.Err() == nil {
+			c.backendDown(ctx, nil, err)
+		} else if ctx.Err() == nil {
+			c.backendUp(ctx)
+		}
+		return &listError{err: fmt.Errorf("reading the networks of Unmanaged Networks: %w", err)}
+	}
+	inBackend := c.known.replace(append(slices.Clone(mine), observed...), mark)
 	var errs []error
 	cached, err := c.lister.List(labels.Everything())
 	if err != nil {
@@ -656,6 +679,24 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 	}
 	return errors.Join(errs...)
+}
+
+// boundUnmanaged returns, for Observe, the Unmanaged Networks that bound
+// a backend network (their status records it) and are not being deleted.
+func (c *Controller) boundUnmanaged() []Network {
+	objs, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []Network
+	for _, obj := range objs {
+		if obj.Spec.Import == nil || obj.Spec.Policy() != samplecrdv1.ManagementPolicyUnmanaged ||
+			obj.Status.NetworkID == "" || obj.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, Desired(obj))
+	}
+	return out
 }
 
 // listError is the error of a scan whose List failed.

@@ -3,6 +3,7 @@ package network_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -351,6 +353,69 @@ func TestImportByFilter(t *testing.T) {
 	for _, o := range mem.Objects() {
 		if o.Owned != (o.NetworkID == id) {
 			t.Errorf("backend object %+v: only %s should be adopted", o, id)
+		}
+	}
+}
+
+// Scans read the networks of bound Unmanaged Networks in one Observe, never
+// one Import per Network: scan after scan, with every Network converged,
+// the backend sees a List and an Observe and nothing per Network, and the
+// API server no write.
+func TestRescanObservesUnmanagedInOneCall(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	const n = 5
+	var objs []runtime.Object
+	for i := range n {
+		id := mem.AddForeign(fmt.Sprintf("provider-%d", i), fmt.Sprintf("172.23.%d.0/24", i), fmt.Sprintf("172.23.%d.1", i))
+		objs = append(objs, &samplecrdv1.Network{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("obs-%d", i), UID: types.UID(fmt.Sprintf("u%d", i)), Finalizers: []string{network.Finalizer}},
+			Spec: samplecrdv1.NetworkSpec{ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged,
+				Import: &samplecrdv1.NetworkImport{NetworkID: id}},
+		})
+	}
+	client := fake.NewClientset(objs...)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: mem, GCInterval: 20 * time.Millisecond})
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.SamplecrdV1().Networks("ns").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, got := range list.Items {
+			if c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady); c == nil || c.Reason != samplecrdv1.ReasonObserved {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the Networks were not observed: %v", err)
+	}
+	// Past any sync still running from the binds: two scans.
+	waitScans := func(k int64) {
+		t.Helper()
+		start := mem.Stats().Lists
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return mem.Stats().Lists >= start+2*k, nil
+		}); err != nil {
+			t.Fatalf("no %d scans: %v", k, err)
+		}
+	}
+	waitScans(2)
+	before, actions := mem.Stats(), len(client.Actions())
+	waitScans(5)
+	cancel()
+	<-done
+	after := mem.Stats()
+	if after.Gets != before.Gets {
+		t.Errorf("rescans of %d converged Unmanaged Networks imported %d times, want none (one Observe per scan)", n, after.Gets-before.Gets)
+	}
+	for _, a := range client.Actions()[actions:] {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
+			t.Errorf("a rescan of converged Networks wrote %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package network
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -191,5 +192,99 @@ func TestNeutronDetachSurvivesRestartAndGC(t *testing.T) {
 		if r.Method != "GET" {
 			t.Errorf("a restart after a Detach wrote %s", r)
 		}
+	}
+}
+
+// restartRequests is what a restart with converged Networks costs in
+// Neutron requests: the List (networks and subnets of our managed-by tag,
+// one page each below 500 Networks) and, for the Unmanaged Networks,
+// whose networks carry no tag of ours, one list of networks and one of
+// their subnets per 100 of them: never a request per Network.
+func restartRequests(unmanaged int) int {
+	return scanRequests + 2*((unmanaged+99)/100)
+}
+
+// TestNeutronRestartWithImportsRequests: a restart with converged Networks,
+// created, Managed imports and 30 Unmanaged imports among them, costs
+// restartRequests Neutron requests, as Neutron's access log counts them,
+// whatever their number, and writes nothing to Neutron or to the API
+// server.
+func TestNeutronRestartWithImportsRequests(t *testing.T) {
+	e, cloud, managedBy, user := neutronUserEnv(t)
+	const created, adopted, observed = 5, 5, 30
+	var names []string
+	var objs []*samplecrdv1.Network
+	for i := range adopted + observed {
+		n := cloud.AddNetwork(t, "", fmt.Sprintf("import-%02d", i), fmt.Sprintf("10.47.%d.0/24", i), fmt.Sprintf("10.47.%d.1", i))
+		policy, name := samplecrdv1.ManagementPolicyUnmanaged, fmt.Sprintf("observed-%02d", i)
+		if i < adopted {
+			policy, name = samplecrdv1.ManagementPolicyManaged, fmt.Sprintf("adopted-%02d", i)
+		}
+		objs = append(objs, importByID(name, n.ID, policy, "", ""))
+	}
+	for i := range created {
+		objs = append(objs, newNetwork(fmt.Sprintf("created-%02d", i), fmt.Sprintf("10.48.%d.0/24", i), fmt.Sprintf("10.48.%d.1", i)))
+	}
+	e.startNeutron(managedBy, 0)
+	for _, o := range objs {
+		e.create(o)
+		names = append(names, o.Name)
+	}
+	e.waitAllReady(names)
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two scans: the restart's, and one more a GC interval later, by which
+	// time every Network the first one brought back has been synced.
+	queue := framework.MarkQueue(network.Name)
+	e.startNeutron(managedBy, 2*time.Second)
+	var reqs []neutrontest.Request
+	framework.Eventually(t, timeout, "two scans after the restart, every Network synced", func(ctx context.Context) (bool, error) {
+		reqs = scanned(requests(t, log, user))
+		lists, byID := 0, 0
+		for _, r := range reqs {
+			switch {
+			case r.IsList(managedBy):
+				lists++
+			case strings.Contains(r.Path, "id="):
+				byID++
+			}
+		}
+		if lists < 2*scanRequests || byID < 2*(restartRequests(observed)-scanRequests) {
+			return false, fmt.Errorf("%d lists of ours, %d by ID", lists, byID)
+		}
+		return queue.Idle(), nil
+	})
+	t.Logf("restart with %d converged Networks (%d created, %d Managed imports, %d Unmanaged imports): %d Neutron requests in two scans (want %d a scan): %v",
+		len(names), created, adopted, observed, len(reqs), restartRequests(observed), reqs)
+	if len(reqs) > 2*restartRequests(observed) {
+		t.Errorf("%d Neutron requests in the restart's two scans, want at most %d: %v", len(reqs), 2*restartRequests(observed), reqs)
+	}
+	for _, r := range reqs {
+		if r.Method != "GET" {
+			t.Errorf("a restart with converged Networks wrote %s", r)
+		}
+	}
+	if w := e.writes.Writes(""); w != 0 {
+		t.Errorf("API writes after a restart with converged Networks = %d, want 0 (%s)", w, e.writes)
+	}
+}
+
+// scanned drops from reqs the version discovery a new client makes once
+// (GET /), not the scans'.
+func scanned(reqs []neutrontest.Request) []neutrontest.Request {
+	return slices.DeleteFunc(reqs, func(r neutrontest.Request) bool { return r.Path == "/" })
+}
+
+// waitAllReady waits until every Network of names is Ready=True.
+func (e *env) waitAllReady(names []string) {
+	e.t.Helper()
+	for _, name := range names {
+		e.waitReady(name, metav1.ConditionTrue, "")
 	}
 }

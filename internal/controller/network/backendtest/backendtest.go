@@ -86,6 +86,7 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"ImportNeverSteals", testImportNeverSteals},
 		{"ImportByExactFilter", testImportFilter},
 		{"DetachLeavesTheNetwork", testDetach},
+		{"ObserveReadsWhatImportReads", testObserve},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -740,5 +741,68 @@ func testDetach(t *testing.T, ctx context.Context, s Setup) {
 	}
 	if err := s.Backend.Delete(ctx, again); err != nil {
 		t.Fatalf("Delete: %v", err)
+	}
+}
+
+// testObserve: Observe returns, for each bound Unmanaged Network, what
+// Import without adopt returns, leaves out what Import would fail on (a
+// network gone, no subnet of the spec's cidr), and writes nothing.
+func testObserve(t *testing.T, ctx context.Context, s Setup) {
+	if got, err := s.Backend.Observe(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("Observe of nothing = %+v, %v", got, err)
+	}
+	a := foreign(t, s, "observed-a", "172.22.0.0/24", "172.22.0.1")
+	b := foreign(t, s, "observed-b", "172.22.1.0/24", "172.22.1.1")
+	owner := desired(9, "10.33.0.0/24", "10.33.0.1")
+	theirs := mustCreate(t, ctx, s.Backend, owner) // another Network's: observed all the same
+	var want []network.Network
+	bind := func(i int, id, cidr string) network.Network {
+		d := desired(i, cidr, "")
+		got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+		if err != nil {
+			t.Fatalf("Import(%s): %v", id, err)
+		}
+		d.NetworkID = got.NetworkID
+		want = append(want, d)
+		return *got
+	}
+	imported := map[types.UID]network.Network{}
+	for i, id := range []string{a, b, theirs.NetworkID, a} { // a twice: two Networks observe it
+		n := bind(i, id, "")
+		imported[n.UID] = n
+	}
+	// A Network whose network is gone, and one whose cidr the network has
+	// no subnet of: left out.
+	gone := desired(5, "", "")
+	gone.NetworkID = "0b7a5f3e-5a1d-4c1e-9a57-2f1f3c0f6d12"
+	wrongCIDR := desired(6, "172.22.9.0/24", "")
+	wrongCIDR.NetworkID = b
+	want = append(want, gone, wrongCIDR)
+	before := writes(s)
+	got, err := s.Backend.Observe(ctx, want)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Observe made %d writes, want none", w)
+	}
+	seen := map[types.UID]bool{}
+	for _, n := range got {
+		seen[n.UID] = true
+		imp, ok := imported[n.UID]
+		if !ok {
+			t.Errorf("Observe returned %+v, which Import would not bind", n)
+			continue
+		}
+		if n.NetworkID != imp.NetworkID || n.SubnetID != imp.SubnetID || n.CIDR != imp.CIDR || n.Gateway != imp.Gateway ||
+			n.Namespace != imp.Namespace || n.Name != imp.Name {
+			t.Errorf("Observe = %+v, Import returned %+v", n, imp)
+		}
+	}
+	if len(seen) != len(imported) || len(got) != len(imported) {
+		t.Fatalf("Observe returned %d networks (%v), want the %d imported ones once each", len(got), seen, len(imported))
+	}
+	if err := s.ForeignIntact(t, a, "172.22.0.0/24", "172.22.0.1"); err != nil {
+		t.Fatalf("an observed network was touched: %v", err)
 	}
 }

@@ -34,6 +34,7 @@ const (
 	OpList          Op = "List"
 	OpImport        Op = "Import"
 	OpDetach        Op = "Detach"
+	OpObserve       Op = "Observe"
 )
 
 // FaultFunc is called before every operation (after the latency); a non-nil
@@ -41,7 +42,8 @@ const (
 // for List.
 type FaultFunc func(ctx context.Context, op Op, uid types.UID) error
 
-// Stats counts the operations the backend performed successfully.
+// Stats counts the operations the backend performed successfully. An
+// Observe, one read of many networks, counts as a List.
 type Stats struct {
 	Gets, Lists               int64
 	Creates, Updates, Deletes int64
@@ -442,4 +444,29 @@ func (b *Backend) Detach(ctx context.Context, n network.Network) error {
 	klog.FromContext(ctx).Info("[Neutron mock] Detached network", "network", klog.KRef(n.Namespace, n.Name), "uid", n.UID,
 		"networkID", o.NetworkID, "subnetID", o.SubnetID)
 	return nil
+}
+
+// Observe implements network.Backend: one read of every network of want,
+// counted as a List.
+func (b *Backend) Observe(ctx context.Context, want []network.Network) ([]network.Network, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	if err := b.begin(ctx, OpObserve, ""); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stats.Lists++
+	var out []network.Network
+	for _, w := range want {
+		o := b.objects[w.NetworkID]
+		if o == nil || o.SubnetID == "" || (w.CIDR != "" && !network.SameCIDR(o.CIDR, w.CIDR)) {
+			continue // Import would fail: the controller imports it again
+		}
+		n := o.Network
+		n.UID, n.Namespace, n.Name, n.Existed = w.UID, w.Namespace, w.Name, false
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -80,6 +80,14 @@ const (
 	DefaultPageSize = 500
 
 	maxNameLength = 255 // Neutron's limit on names and descriptions
+
+	// idsPerRequest is how many IDs one request of Observe filters by
+	// (repeated id= or network_id= parameters, which Neutron takes as
+	// one IN filter): a UUID takes 40 characters of the query as id=,
+	// 48 as network_id=, so a request line stays under 5 KB, well inside
+	// the 8 KiB that servers and proxies commonly allow (Neutron's own
+	// eventlet server included).
+	idsPerRequest = 100
 )
 
 // Options configure New.
@@ -139,6 +147,8 @@ type Backend struct {
 	managedBy string
 	timeout   time.Duration
 	pageSize  int
+	// idsPerRequest is how many IDs one request of Observe filters by.
+	idsPerRequest int
 	// inflight holds a token per request in flight (MaxConcurrentRequests).
 	inflight chan struct{}
 	// projectID is the project the token is scoped to. Every lookup is
@@ -160,7 +170,7 @@ var _ network.Backend = (*Backend)(nil)
 // unreachable Keystone) and finds the network endpoint in the catalog.
 func New(ctx context.Context, opts Options) (*Backend, error) {
 	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize,
-		unanswered: map[types.UID]time.Time{}}
+		idsPerRequest: idsPerRequest, unanswered: map[types.UID]time.Time{}}
 	if b.pageSize <= 0 {
 		b.pageSize = DefaultPageSize
 	}
@@ -1055,6 +1065,98 @@ func (b *Backend) Detach(ctx context.Context, n network.Network) error {
 		klog.FromContext(ctx).Info("Detached Neutron network: our tags removed, the network and subnet left", "uid", n.UID, "networkID", net.ID)
 	}
 	return nil
+}
+
+// Observe implements network.Backend: per batch of idsPerRequest network
+// IDs, one list of the networks (filtered by the IDs) and one of their
+// subnets (by the network IDs), any project's as for Import, the batches
+// one after the other: 2 requests per 100 Networks. Each network's subnet
+// is picked as Import picks it.
+func (b *Backend) Observe(ctx context.Context, want []network.Network) ([]network.Network, error) {
+	var ids []string
+	for _, w := range want {
+		if w.NetworkID != "" && !slices.Contains(ids, w.NetworkID) {
+			ids = append(ids, w.NetworkID)
+		}
+	}
+	nets := make(map[string]*networks.Network, len(ids))
+	subs := make(map[string][]subnets.Subnet, len(ids))
+	for batch := range slices.Chunk(ids, b.idsPerRequest) {
+		found, err := b.listByIDs(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			continue
+		}
+		foundIDs := make([]string, 0, len(found))
+		for i := range found {
+			nets[found[i].ID] = &found[i]
+			foundIDs = append(foundIDs, found[i].ID)
+		}
+		ss, err := b.subnetsOf(ctx, foundIDs)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			subs[s.NetworkID] = append(subs[s.NetworkID], s)
+		}
+	}
+	var out []network.Network
+	for _, w := range want {
+		n := nets[w.NetworkID]
+		if n == nil {
+			continue
+		}
+		sub, err := pickImported(subs[n.ID], w.CIDR)
+		if err != nil {
+			continue // Import says why
+		}
+		o := toNetwork(n, sub)
+		o.UID, o.Namespace, o.Name = w.UID, w.Namespace, w.Name
+		out = append(out, *o)
+	}
+	return out, nil
+}
+
+// byIDs filters a list of networks by several IDs: repeated id=
+// parameters, which networks.ListOpts (one ID) cannot express and
+// gophercloud's query builder writes for a slice.
+type byIDs struct {
+	IDs   []string `q:"id"`
+	Limit int      `q:"limit"`
+}
+
+func (o byIDs) ToNetworkListQuery() (string, error) {
+	q, err := gophercloud.BuildQueryString(o)
+	return q.String(), err
+}
+
+// byNetworkIDs filters a list of subnets by several network IDs.
+type byNetworkIDs struct {
+	NetworkIDs []string `q:"network_id"`
+	Limit      int      `q:"limit"`
+}
+
+func (o byNetworkIDs) ToSubnetListQuery() (string, error) {
+	q, err := gophercloud.BuildQueryString(o)
+	return q.String(), err
+}
+
+// listByIDs lists the networks of ids (at most idsPerRequest), any
+// project's the credentials see.
+func (b *Backend) listByIDs(ctx context.Context, ids []string) ([]networks.Network, error) {
+	ctx, done := b.turn(ctx)
+	defer done()
+	return listAll(ctx, b.timeout, "list networks by id", networks.List(b.client, byIDs{IDs: ids, Limit: b.pageSize}), networks.ExtractNetworks)
+}
+
+// subnetsOf lists the subnets of the networks of ids (at most
+// idsPerRequest), any project's the credentials see.
+func (b *Backend) subnetsOf(ctx context.Context, ids []string) ([]subnets.Subnet, error) {
+	ctx, done := b.turn(ctx)
+	defer done()
+	return listAll(ctx, b.timeout, "list subnets by network id", subnets.List(b.client, byNetworkIDs{NetworkIDs: ids, Limit: b.pageSize}), subnets.ExtractSubnets)
 }
 
 // untag replaces the tags of a network or subnet with existing minus ours
