@@ -172,6 +172,15 @@ type Network struct {
 	// created (and marked) nothing: the network and its subnet were there,
 	// complete, before the call.
 	Existed bool
+	// Observed and ObservedSubnet are what the backend holds of the
+	// network and its subnet, for the Network's status (nil when not
+	// known), in the form Normalize gives. Every method that returns a
+	// Network returns them as a List (or Observe) right after it would,
+	// so that a Network's status written from one is not written again
+	// after the next scan. Never modified once returned: copies of a
+	// Network share them.
+	Observed       *samplecrdv1.NetworkObservation
+	ObservedSubnet *samplecrdv1.SubnetObservation
 }
 
 // String identifies n in logs and messages.

@@ -558,12 +558,15 @@ func (c *Controller) release(ctx context.Context, cached *samplecrdv1.Network, r
 	return nil
 }
 
-// Status (the Ready condition, backend IDs, observedGeneration) is written
+// Status (the Ready condition, backend IDs and observations,
+// observedGeneration) is written
 // through the status subresource.
 // +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks/status,verbs=update
 
-// setReady writes the Ready condition (and the backend IDs, when known) to
-// the Network's status when they differ from what it has. warn also records
+// setReady writes the Ready condition (and the backend IDs and what the
+// backend reported of the network and subnet, when known) to the Network's
+// status when they differ from what it has (observations compared in
+// normalized form: a reordering is no change). warn also records
 // a Warning Event, once per change of the condition.
 func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, status metav1.ConditionStatus, reason, message string, got *Network, warn bool) error {
 	net := cached.DeepCopy()
@@ -574,14 +577,12 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 		Message:            message,
 		ObservedGeneration: net.Generation,
 	})
-	if got != nil {
-		net.Status.NetworkID, net.Status.SubnetID = got.NetworkID, got.SubnetID
-	}
+	observed := inStatus(&cached.Status, got)
+	setInStatus(&net.Status, got)
 	if status == metav1.ConditionTrue {
 		net.Status.ObservedGeneration = net.Generation
 	}
-	if !changed && net.Status.NetworkID == cached.Status.NetworkID && net.Status.SubnetID == cached.Status.SubnetID &&
-		net.Status.ObservedGeneration == cached.Status.ObservedGeneration {
+	if !changed && observed && net.Status.ObservedGeneration == cached.Status.ObservedGeneration {
 		return nil
 	}
 	if warn && changed {
@@ -651,10 +652,10 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			continue // being deleted, or not provisioned yet: queued already
 		}
 		b, ok := inBackend[obj.UID]
-		if ok && b.SubnetID != "" && mismatch(b, obj.Spec) == "" {
+		if ok && b.SubnetID != "" && mismatch(b, obj.Spec) == "" && inStatus(&obj.Status, &b) {
 			continue
 		}
-		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
+		logger.Info("Backend network missing, different from the spec or from the status: re-syncing", "network", klog.KObj(obj))
 		c.EnqueueKey(cache.MetaObjectToName(obj))
 	}
 	// The backend answers: Networks are served from here on, while the
