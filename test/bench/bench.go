@@ -18,7 +18,9 @@
 //     Networks/s to Ready against the worker count, beside a direct
 //     gophercloud client's rate for the same requests, and Neutron API
 //     requests per Network, and of a restart with converged Networks, both
-//     from Neutron's own access log;
+//     from Neutron's own access log; and Networks importing existing
+//     networks (Unmanaged, Managed): to Ready, requests per Network, and
+//     the requests of a restart with them;
 //   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N.
 //
 // API writes come from the API server's apiserver_request_total. Benchmarks
@@ -103,7 +105,11 @@ type Config struct {
 	// NeutronRestartNetworks is the number of converged Networks of the
 	// neutron phase's restart (0: none).
 	NeutronRestartNetworks int
-	OpenStackDir           string
+	// NeutronImportNetworks is the number of networks of the neutron
+	// phase's import case (0: none), made in Neutron beforehand and
+	// imported by ID, once by Unmanaged and once by Managed Networks.
+	NeutronImportNetworks int
+	OpenStackDir          string
 	// Skip names phases not to run: "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron".
 	Skip map[string]bool
 	// Log receives progress lines (nil: discarded).
@@ -130,6 +136,7 @@ func DefaultConfig(n int) Config {
 		NeutronNetworks:        64,
 		NeutronWorkers:         []int{1, 4, 16, 64},
 		NeutronRestartNetworks: 1000,
+		NeutronImportNetworks:  200,
 		GCWait:                 150 * time.Second,
 		Settle:                 time.Second,
 	}

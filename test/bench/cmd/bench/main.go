@@ -62,6 +62,7 @@ func run() int {
 	conc := flag.String("concurrency", "1,4,16,64", "Client concurrencies of the limit phase.")
 	flag.IntVar(&cfg.NeutronNetworks, "neutron-networks", cfg.NeutronNetworks, "Networks per neutron case (real Neutron of TEST_OPENSTACK_DIR; `make bench` starts one); 0 skips the phase.")
 	flag.IntVar(&cfg.NeutronRestartNetworks, "neutron-restart-networks", cfg.NeutronRestartNetworks, "Converged Networks of the neutron phase's restart; 0 skips it.")
+	flag.IntVar(&cfg.NeutronImportNetworks, "neutron-import-networks", cfg.NeutronImportNetworks, "Networks made in Neutron beforehand and imported by ID, by Unmanaged and by Managed Networks, in the neutron phase's import case; 0 skips it.")
 	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
 	skip := flag.String("skip", "", "Comma-separated phases not to run: ingress-manager, steady, routable, peer, httproute, network, neutron (for quick tuning runs).")
 	flag.DurationVar(&cfg.GCWait, "gc-wait", cfg.GCWait, "Longest wait for a manager GC before a heap reading.")
