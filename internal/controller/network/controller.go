@@ -559,8 +559,7 @@ func (c *Controller) release(ctx context.Context, cached *samplecrdv1.Network, r
 }
 
 // Status (the Ready condition, backend IDs and observations,
-// observedGeneration) is written
-// through the status subresource.
+// observedGeneration) is written through the status subresource.
 // +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks/status,verbs=update
 
 // setReady writes the Ready condition (and the backend IDs and what the
@@ -599,15 +598,16 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 	return nil
 }
 
-// CollectGarbage scans the backend once (one List): it makes the List what
-// syncs compare Networks with, queues every Network whose backend network
-// is missing or differs from its spec (someone changed the backend behind
-// our back) and, the backend being up, the Networks that waited for it,
+// CollectGarbage scans the backend once (one List, and one Observe of the
+// networks bound Unmanaged Networks observe): it makes them what syncs
+// compare Networks with, queues every Network whose backend network
+// is missing or differs from its spec or its status (someone changed the
+// backend behind our back) and, the backend being up, the Networks that waited for it,
 // and then deletes backend networks marked as ours whose Network no longer
 // exists (within this controller's --namespace scope). A List failing because
 // the whole backend is down marks it down; failing otherwise, it still
 // marks the backend up (it answered), and syncs look Networks up one by one
-// until a List succeeds.
+// until a List succeeds. A failing Observe fails the scan as a List does.
 func (c *Controller) CollectGarbage(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	mark := c.known.mark()
