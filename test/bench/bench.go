@@ -18,7 +18,9 @@
 //     Networks/s to Ready against the worker count, beside a direct
 //     gophercloud client's rate for the same requests, and Neutron API
 //     requests per Network, and of a restart with converged Networks, both
-//     from Neutron's own access log;
+//     from Neutron's own access log; and Networks importing existing
+//     networks (Unmanaged, Managed): to Ready, requests per Network, and
+//     the requests of a restart with them;
 //   - memory: the manager's peak RSS and live Go heap after GC, at N=0 and N;
 //   - scale points, off by default (scale.go): Config.Scale keeps only what
 //     the ingress-manager's curve against N needs; podlogger (Config.Pods)
@@ -111,7 +113,11 @@ type Config struct {
 	// NeutronRestartNetworks is the number of converged Networks of the
 	// neutron phase's restart (0: none).
 	NeutronRestartNetworks int
-	OpenStackDir           string
+	// NeutronImportNetworks is the number of networks of the neutron
+	// phase's import case (0: none), made in Neutron beforehand and
+	// imported by ID, once by Unmanaged and once by Managed Networks.
+	NeutronImportNetworks int
+	OpenStackDir          string
 	// Scale keeps only what the scale curve needs (scale.go): one cold
 	// start of the ingress-manager phase, its annotation removal and its
 	// memory at N=0 and with N Services cached, and the cold starts of the manager and the informer
@@ -131,8 +137,8 @@ type Config struct {
 	// Skip names phases not to run: "ingress-manager", "steady", "routable", "peer", "httproute", "network", "neutron", "podlogger", "network-scale".
 	Skip map[string]bool
 	// CPUProfileDir, when set, receives a CPU profile of the manager over
-	// each cold start but the last (cold-<i>.pprof), from its --profiling
-	// endpoint.
+	// each cold start but the last (cold-<i>.pprof), and what it allocated
+	// by then (cold-<i>.allocs.pprof), from its --profiling endpoint.
 	CPUProfileDir string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
@@ -160,6 +166,7 @@ func DefaultConfig(n int) Config {
 		NeutronRestartNetworks: 1000,
 		PodUpdateRate:          100,
 		PodUpdateWindow:        30 * time.Second,
+		NeutronImportNetworks:  200,
 		GCWait:                 150 * time.Second,
 		Settle:                 time.Second,
 	}

@@ -76,6 +76,17 @@ func (r *run) networkCase(ctx context.Context, cfg *rest.Config, client versione
 // manager stops.
 func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client versioned.Interface, ns string, m, workers int,
 	backend network.Backend, perNetwork time.Duration, atStart, whileRunning func(context.Context) error) (took time.Duration, err error) {
+	return r.networksToReadyWith(ctx, cfg, client, ns, m, workers, backend, perNetwork, cidrSpec, atStart, whileRunning)
+}
+
+// cidrSpec is the spec of the i-th Network of a case: a /24 of its own.
+func cidrSpec(i int) samplecrdv1.NetworkSpec {
+	return samplecrdv1.NetworkSpec{CIDR: fmt.Sprintf("10.%d.%d.0/24", i/256, i%256), Gateway: fmt.Sprintf("10.%d.%d.1", i/256, i%256)}
+}
+
+// networksToReadyWith is networksToReady with the spec of the i-th Network.
+func (r *run) networksToReadyWith(ctx context.Context, cfg *rest.Config, client versioned.Interface, ns string, m, workers int,
+	backend network.Backend, perNetwork time.Duration, spec func(i int) samplecrdv1.NetworkSpec, atStart, whileRunning func(context.Context) error) (took time.Duration, err error) {
 	if err := createNamespace(ctx, r.client, ns); err != nil {
 		return 0, err
 	}
@@ -86,10 +97,7 @@ func (r *run) networksToReady(ctx context.Context, cfg *rest.Config, client vers
 	if _, err := parallel(ctx, m, 16, func(ctx context.Context, i int) error {
 		_, err := client.SamplecrdV1().Networks(ns).Create(ctx, &samplecrdv1.Network{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("net-%06d", i)},
-			Spec: samplecrdv1.NetworkSpec{
-				CIDR:    fmt.Sprintf("10.%d.%d.0/24", i/256, i%256),
-				Gateway: fmt.Sprintf("10.%d.%d.1", i/256, i%256),
-			},
+			Spec:       spec(i),
 		}, metav1.CreateOptions{})
 		return err
 	}); err != nil {

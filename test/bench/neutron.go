@@ -22,6 +22,7 @@ import (
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
 	managermetrics "github.com/kube-sample/controller-manager/internal/metrics"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
@@ -31,7 +32,7 @@ import (
 // direct gophercloud client makes the same requests (network, tags,
 // subnet, tags) at the same concurrency: Neutron's own limit.
 func (r *run) neutronPhase(ctx context.Context) error {
-	if r.cfg.NeutronNetworks <= 0 || r.cfg.OpenStackDir == "" {
+	if (r.cfg.NeutronNetworks <= 0 && r.cfg.NeutronImportNetworks <= 0) || r.cfg.OpenStackDir == "" {
 		return fmt.Errorf("%w: no OpenStack (run through hack/with-openstack.sh, as `make bench` does)", errSkipped)
 	}
 	cloud, err := neutrontest.Load(r.cfg.OpenStackDir)
@@ -58,6 +59,9 @@ func (r *run) neutronPhase(ctx context.Context) error {
 		return err
 	}
 	for _, w := range r.cfg.NeutronWorkers {
+		if r.cfg.NeutronNetworks <= 0 {
+			break
+		}
 		c := NeutronCase{Workers: w, Networks: r.cfg.NeutronNetworks}
 		if c.DirectPerSecond, err = r.neutronDirect(ctx, direct, w); err != nil {
 			return fmt.Errorf("direct client, concurrency %d: %w", w, err)
@@ -80,7 +84,135 @@ func (r *run) neutronPhase(ctx context.Context) error {
 			return fmt.Errorf("restart with %d converged Networks: %w", r.cfg.NeutronRestartNetworks, err)
 		}
 	}
+	if r.cfg.NeutronImportNetworks > 0 {
+		for _, policy := range []samplecrdv1.ManagementPolicy{samplecrdv1.ManagementPolicyUnmanaged, samplecrdv1.ManagementPolicyManaged} {
+			c, err := r.neutronImport(ctx, cloud, direct, jsonCfg, client, policy)
+			if c != nil {
+				r.res.NeutronImport = append(r.res.NeutronImport, *c)
+				r.cfg.logf("neutron: %d %s imports Ready in %.1fs (%.1f/s), %.2f Neutron requests/Network (%v); a restart with them: %d requests",
+					c.Networks, c.Policy, c.Seconds, c.PerSecond, c.RequestsPerNetwork, c.RequestKinds, c.RestartRequests)
+			}
+			if err != nil {
+				return fmt.Errorf("import case, %s: %w", policy, err)
+			}
+		}
+	}
 	return nil
+}
+
+// neutronImport makes NeutronImportNetworks networks (each with a subnet)
+// in Neutron as the member user, with gophercloud directly, as an operator
+// or Terraform would; then measures as many Networks of policy importing
+// them by ID to Ready and the Neutron requests they cost (their start's
+// List apart), then the requests of a manager restarted with them all
+// bound, until it has synced every one again; then deletes the networks
+// (not counted).
+func (r *run) neutronImport(ctx context.Context, cloud *neutrontest.Cloud, direct *gophercloud.ServiceClient, cfg *rest.Config,
+	client versioned.Interface, policy samplecrdv1.ManagementPolicy) (_ *NeutronImport, err error) {
+	const workers, perNetwork = 4, 3 * time.Second
+	m, managedBy := r.cfg.NeutronImportNetworks, neutrontest.UniqueManagedBy()
+	ids := make([]string, m)
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.phaseTimeout()+time.Duration(m)*perNetwork)
+		defer cancel()
+		if _, derr := parallel(dctx, m, 8, func(ctx context.Context, i int) error {
+			if ids[i] == "" {
+				return nil
+			}
+			if err := networks.Delete(ctx, direct, ids[i]).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+				return err
+			}
+			return nil
+		}); derr != nil && err == nil {
+			err = fmt.Errorf("deleting the imported networks: %w", derr)
+		}
+	}()
+	r.cfg.logf("neutron: making %d networks to import (%s)", m, policy)
+	if _, err := parallel(ctx, m, workers, func(ctx context.Context, i int) error {
+		n, err := networks.Create(ctx, direct, networks.CreateOpts{Name: fmt.Sprintf("bench-import-%d", i)}).Extract()
+		if err != nil {
+			return err
+		}
+		ids[i] = n.ID
+		gw := fmt.Sprintf("10.%d.%d.1", 128+i/256, i%256)
+		_, err = subnets.Create(ctx, direct, subnets.CreateOpts{NetworkID: n.ID, CIDR: fmt.Sprintf("10.%d.%d.0/24", 128+i/256, i%256),
+			GatewayIP: &gw, IPVersion: gophercloud.IPv4}).Extract()
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("making the networks to import: %w", err)
+	}
+	user, backend, err := r.neutronUser(ctx, cloud, managedBy)
+	if err != nil {
+		return nil, err
+	}
+	c := &NeutronImport{Policy: string(policy), Networks: m, Workers: workers}
+	ns := "bench-neutron-import-" + strings.ToLower(string(policy))
+	var log *neutrontest.AccessLog
+	spec := func(i int) samplecrdv1.NetworkSpec {
+		return samplecrdv1.NetworkSpec{ManagementPolicy: policy, Import: &samplecrdv1.NetworkImport{NetworkID: ids[i]}}
+	}
+	took, err := r.networksToReadyWith(ctx, cfg, client, ns, m, workers, backend, perNetwork, spec,
+		func(context.Context) (err error) { log, err = cloud.AccessLog(); return err },
+		func(ctx context.Context) error {
+			reqs, err := log.Requests(ctx, user.ID)
+			if err != nil {
+				return err
+			}
+			binds := 0
+			c.RequestKinds = map[string]int{}
+			for _, q := range reqs {
+				if !q.IsList(managedBy) && q.Path != "/" {
+					binds++ // the start's List and the client's discovery are no Network's
+					c.RequestKinds[requestKind(q)]++
+				}
+			}
+			c.RequestsPerNetwork = float64(binds) / float64(m)
+			return nil
+		})
+	if err != nil {
+		return c, err
+	}
+	c.Seconds = took.Seconds()
+	c.PerSecond = float64(m) / c.Seconds
+
+	// The restart, as neutronRestart measures it.
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout())
+	defer cancel()
+	if log, err = cloud.AccessLog(); err != nil {
+		return c, err
+	}
+	if backend, err = neutron.New(rctx, neutron.Options{Getenv: neutrontest.Getenv(user.Env), ManagedBy: managedBy}); err != nil {
+		return c, err
+	}
+	managermetrics.SetNetworkBackendUp("neutron", false)
+	queue := framework.MarkQueue(network.Name)
+	done, stop, err := startNetworkManager(rctx, cfg, ns, workers, backend)
+	if err != nil {
+		return c, err
+	}
+	defer func() { _ = stop() }()
+	if err := wait.PollUntilContextCancel(rctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		select {
+		case <-done:
+			return false, fmt.Errorf("the manager stopped: %v", stop())
+		default:
+		}
+		up, _ := framework.InProcessMetric("controller_network_backend_up", map[string]string{"backend": "neutron"})
+		return up == 1 && queue.Idle(), nil
+	}); err != nil {
+		return c, fmt.Errorf("waiting for the restarted controller to sync every Network: %w", err)
+	}
+	reqs, err := log.Requests(rctx, user.ID)
+	if err != nil {
+		return c, err
+	}
+	for _, q := range reqs {
+		if q.Path != "/" { // the new client's discovery
+			c.RestartRequests++
+			c.RestartPaths = append(c.RestartPaths, requestKind(q))
+		}
+	}
+	return c, stop()
 }
 
 // neutronUser makes a Keystone user of the run's own, whose requests

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 )
 
 // Result is the outcome of one run; it is written as JSON.
@@ -36,7 +38,9 @@ type Result struct {
 	Neutron  []NeutronCase `json:"neutron,omitempty"`
 	// NeutronRestart is the neutron phase's restart with converged Networks.
 	NeutronRestart *NeutronRestart `json:"neutron_restart,omitempty"`
-	HTTPRoute      *RouteResult    `json:"httproute,omitempty"`
+	// NeutronImport is the neutron phase's import case, one per policy.
+	NeutronImport []NeutronImport `json:"neutron_import,omitempty"`
+	HTTPRoute     *RouteResult    `json:"httproute,omitempty"`
 	// Peer is the cold start of ingress-manager and of its
 	// controller-runtime peer, each on a fresh control plane.
 	Peer []Contender `json:"peer,omitempty"`
@@ -320,6 +324,56 @@ type NeutronRestart struct {
 	ConvergeSeconds float64 `json:"converge_seconds,omitempty"`
 }
 
+// NeutronImport is the neutron phase's import case: Networks of Policy
+// importing, by ID, networks made in Neutron beforehand.
+type NeutronImport struct {
+	Policy   string  `json:"policy"`
+	Networks int     `json:"networks"`
+	Workers  int     `json:"workers"`
+	Seconds  float64 `json:"seconds"`
+	// PerSecond is Networks to Ready per second.
+	PerSecond float64 `json:"networks_per_second"`
+	// RequestsPerNetwork counts the Neutron requests of binding them (the
+	// start's List apart), from Neutron's access log; RequestKinds by
+	// kind (requestKind).
+	RequestsPerNetwork float64        `json:"neutron_requests_per_network"`
+	RequestKinds       map[string]int `json:"neutron_request_kinds,omitempty"`
+	// RestartRequests counts the Neutron requests of a manager restarted
+	// with them all bound, until it synced every one again.
+	RestartRequests int      `json:"restart_requests"`
+	RestartPaths    []string `json:"restart_requests_kinds,omitempty"`
+}
+
+// importRestartBudget is the most requests a restart with n converged
+// imports of policy may take: the List's (restartBudget), and for
+// Unmanaged ones, whose networks carry no tag of ours, a list of networks
+// and one of subnets per 100 of them.
+func importRestartBudget(policy string, n, page int) int {
+	if policy == "Unmanaged" {
+		return restartBudget(0, page) + 2*((n+99)/100)
+	}
+	return restartBudget(n, page)
+}
+
+// importBindBudget is the most Neutron requests binding one import of
+// policy may take: the network's GET and its subnets' list, and for
+// Managed a tag write each for the network and the subnet.
+func importBindBudget(policy string) float64 {
+	if policy == "Unmanaged" {
+		return 2
+	}
+	return 4
+}
+
+func importBindTarget(policy string) string { return fmt.Sprintf("<= %.0f", importBindBudget(policy)) }
+
+func importRestartTarget(policy string) string {
+	if policy == "Unmanaged" {
+		return "<= 2 x N/100 + a few"
+	}
+	return "<= N/page + a few"
+}
+
 // restartBudget is the most requests a restart with n converged Networks
 // may take: one paginated List of networks and one of subnets (each n/page
 // pages and a last, short or empty, one), and a few.
@@ -497,6 +551,13 @@ func (r *Result) computeTargets() {
 			Name: fmt.Sprintf("neutron: requests of a restart with %d converged Networks", rs.Networks), Target: "<= N/page + a few",
 			Measured: fmt.Sprintf("%d (page %d)", rs.Requests, rs.PageSize), Met: rs.Requests <= restartBudget(rs.Networks, rs.PageSize),
 		})
+	}
+	for _, c := range r.NeutronImport {
+		r.Targets = append(r.Targets,
+			Target{Name: fmt.Sprintf("neutron: requests to bind a %s import", c.Policy), Target: importBindTarget(c.Policy),
+				Measured: fmt.Sprintf("%.2f", c.RequestsPerNetwork), Met: c.RequestsPerNetwork > 0 && c.RequestsPerNetwork <= importBindBudget(c.Policy)},
+			Target{Name: fmt.Sprintf("neutron: requests of a restart with %d %s imports", c.Networks, c.Policy), Target: importRestartTarget(c.Policy),
+				Measured: fmt.Sprint(c.RestartRequests), Met: c.RestartRequests <= importRestartBudget(c.Policy, c.Networks, neutron.DefaultPageSize)})
 	}
 	for _, s := range r.Ingress.Steady {
 		if s.TargetRate == 50 {
@@ -727,6 +788,15 @@ func (r *Result) WriteTable(out io.Writer) {
 			converge = fmt.Sprintf("%.0fs", rs.ConvergeSeconds)
 		}
 		row("restarted manager", fmt.Sprint(rs.Networks), fmt.Sprint(rs.Requests), fmt.Sprint(rs.PageSize), converge)
+		flush()
+	}
+
+	if len(r.NeutronImport) > 0 {
+		row("neutron (real): import by ID", "Networks", "Networks/s to Ready", "Neutron requests / Network", "restart: Neutron requests")
+		sep(5)
+		for _, c := range r.NeutronImport {
+			row(c.Policy, fmt.Sprint(c.Networks), fmt.Sprintf("%.1f", c.PerSecond), fmt.Sprintf("%.2f", c.RequestsPerNetwork), fmt.Sprint(c.RestartRequests))
+		}
 		flush()
 	}
 

@@ -94,6 +94,16 @@ type Backend interface {
 	// (so garbage collection never deletes them, whatever restarts). Detaching
 	// what is not marked succeeds without a write.
 	Detach(ctx context.Context, n Network) error
+
+	// Observe reads what Import without adopt would return for each of
+	// want, bound Unmanaged Networks (UID, Namespace, Name, and the
+	// spec's CIDR as for Import; NetworkID the network Import bound),
+	// in requests whose number does not grow with each Network (Neutron:
+	// batches of IDs), never one read per Network. It only reads. A network
+	// that is not there, or whose subnet Import would not pick (it would
+	// fail), is left out of the result: the controller imports that one
+	// again, and Import says why.
+	Observe(ctx context.Context, want []Network) ([]Network, error)
 }
 
 // Ref names an existing backend network to import: by ID, or (NetworkID
@@ -162,6 +172,15 @@ type Network struct {
 	// created (and marked) nothing: the network and its subnet were there,
 	// complete, before the call.
 	Existed bool
+	// Observed and ObservedSubnet are what the backend holds of the
+	// network and its subnet, for the Network's status (nil when not
+	// known), in the form Normalize gives. Every method that returns a
+	// Network returns them as a List (or Observe) right after it would,
+	// so that a Network's status written from one is not written again
+	// after the next scan. Never modified once returned: copies of a
+	// Network share them.
+	Observed       *samplecrdv1.NetworkObservation
+	ObservedSubnet *samplecrdv1.SubnetObservation
 }
 
 // String identifies n in logs and messages.

@@ -176,6 +176,7 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	handler := c.Handler()
 	handler.UpdateFunc = func(oldObj, newObj any) {
 		if edited(oldObj, newObj) {
+			c.forgetObserved(newObj)
 			c.Enqueue(newObj)
 		}
 	}
@@ -184,6 +185,16 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	}
 	c.Background = c.scanLoop
 	return c, nil
+}
+
+// forgetObserved drops what the last scan read of an Unmanaged Network's
+// network, so that its sync reads it again: an edit asks for a fresh look
+// (an operator's annotation, say, after a change in the backend), which
+// an Unmanaged Network otherwise gets only at the next scan.
+func (c *Controller) forgetObserved(obj any) {
+	if n, ok := obj.(*samplecrdv1.Network); ok && n.Spec.Import != nil && n.Spec.Policy() == samplecrdv1.ManagementPolicyUnmanaged {
+		c.known.set(n.UID, nil)
+	}
 }
 
 // edited reports whether an update is an edit of the
@@ -426,13 +437,14 @@ func (c *Controller) failed(ctx context.Context, cached *samplecrdv1.Network, go
 // syncImport converges a Network that imports an existing backend network:
 // Managed, it adopts it (once) and then keeps its gateway as the spec says;
 // Unmanaged, it reads it and reports how it compares with the spec, and
-// never writes. cur is what the backend held when last seen, nil if not
-// known.
+// never writes. cur is what the backend held when last seen (the scans
+// read Unmanaged networks too, in batches), nil if not known: only then is
+// the network read here.
 func (c *Controller) syncImport(ctx context.Context, cached *samplecrdv1.Network, desired Network, cur *Network) error {
 	logger := klog.FromContext(ctx)
 	managed := cached.Spec.Policy() == samplecrdv1.ManagementPolicyManaged
 	got := cur
-	if got == nil || got.SubnetID == "" || !managed {
+	if got == nil || got.SubnetID == "" {
 		var err error
 		if got, err = c.backend.Import(ctx, desired, RefOf(cached.Spec.Import), managed); err != nil {
 			return c.failed(ctx, cached, nil, err)
@@ -546,12 +558,14 @@ func (c *Controller) release(ctx context.Context, cached *samplecrdv1.Network, r
 	return nil
 }
 
-// Status (the Ready condition, backend IDs, observedGeneration) is written
-// through the status subresource.
+// Status (the Ready condition, backend IDs and observations,
+// observedGeneration) is written through the status subresource.
 // +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks/status,verbs=update
 
-// setReady writes the Ready condition (and the backend IDs, when known) to
-// the Network's status when they differ from what it has. warn also records
+// setReady writes the Ready condition (and the backend IDs and what the
+// backend reported of the network and subnet, when known) to the Network's
+// status when they differ from what it has (observations compared in
+// normalized form: a reordering is no change). warn also records
 // a Warning Event, once per change of the condition.
 func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, status metav1.ConditionStatus, reason, message string, got *Network, warn bool) error {
 	net := cached.DeepCopy()
@@ -562,14 +576,12 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 		Message:            message,
 		ObservedGeneration: net.Generation,
 	})
-	if got != nil {
-		net.Status.NetworkID, net.Status.SubnetID = got.NetworkID, got.SubnetID
-	}
+	observed := inStatus(&cached.Status, got)
+	setInStatus(&net.Status, got)
 	if status == metav1.ConditionTrue {
 		net.Status.ObservedGeneration = net.Generation
 	}
-	if !changed && net.Status.NetworkID == cached.Status.NetworkID && net.Status.SubnetID == cached.Status.SubnetID &&
-		net.Status.ObservedGeneration == cached.Status.ObservedGeneration {
+	if !changed && observed && net.Status.ObservedGeneration == cached.Status.ObservedGeneration {
 		return nil
 	}
 	if warn && changed {
@@ -586,15 +598,16 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 	return nil
 }
 
-// CollectGarbage scans the backend once (one List): it makes the List what
-// syncs compare Networks with, queues every Network whose backend network
-// is missing or differs from its spec (someone changed the backend behind
-// our back) and, the backend being up, the Networks that waited for it,
+// CollectGarbage scans the backend once (one List, and one Observe of the
+// networks bound Unmanaged Networks observe): it makes them what syncs
+// compare Networks with, queues every Network whose backend network
+// is missing or differs from its spec or its status (someone changed the
+// backend behind our back) and, the backend being up, the Networks that waited for it,
 // and then deletes backend networks marked as ours whose Network no longer
 // exists (within this controller's --namespace scope). A List failing because
 // the whole backend is down marks it down; failing otherwise, it still
 // marks the backend up (it answered), and syncs look Networks up one by one
-// until a List succeeds.
+// until a List succeeds. A failing Observe fails the scan as a List does.
 func (c *Controller) CollectGarbage(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	mark := c.known.mark()
@@ -617,7 +630,18 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			mine = append(mine, n) // else another manager's scope
 		}
 	}
-	inBackend := c.known.replace(mine, mark)
+	// The networks Unmanaged Networks bound are not marked as ours, so
+	// not in the List: they are read here, in batches, never one by one.
+	observed, err := c.backend.Observe(ctx, c.boundUnmanaged())
+	if err != nil {
+		if IsDown(err) && ctx.Err() == nil {
+			c.backendDown(ctx, nil, err)
+		} else if ctx.Err() == nil {
+			c.backendUp(ctx)
+		}
+		return &listError{err: fmt.Errorf("reading the networks of Unmanaged Networks: %w", err)}
+	}
+	inBackend := c.known.replace(append(slices.Clone(mine), observed...), mark)
 	var errs []error
 	cached, err := c.lister.List(labels.Everything())
 	if err != nil {
@@ -628,10 +652,10 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			continue // being deleted, or not provisioned yet: queued already
 		}
 		b, ok := inBackend[obj.UID]
-		if ok && b.SubnetID != "" && mismatch(b, obj.Spec) == "" {
+		if ok && b.SubnetID != "" && mismatch(b, obj.Spec) == "" && inStatus(&obj.Status, &b) {
 			continue
 		}
-		logger.Info("Backend network missing or different from the spec: re-syncing", "network", klog.KObj(obj))
+		logger.Info("Backend network missing, different from the spec or from the status: re-syncing", "network", klog.KObj(obj))
 		c.EnqueueKey(cache.MetaObjectToName(obj))
 	}
 	// The backend answers: Networks are served from here on, while the
@@ -656,6 +680,24 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 	}
 	return errors.Join(errs...)
+}
+
+// boundUnmanaged returns, for Observe, the Unmanaged Networks that bound
+// a backend network (their status records it) and are not being deleted.
+func (c *Controller) boundUnmanaged() []Network {
+	objs, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []Network
+	for _, obj := range objs {
+		if obj.Spec.Import == nil || obj.Spec.Policy() != samplecrdv1.ManagementPolicyUnmanaged ||
+			obj.Status.NetworkID == "" || obj.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, Desired(obj))
+	}
+	return out
 }
 
 // listError is the error of a scan whose List failed.

@@ -3,6 +3,7 @@ package network_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -352,5 +354,162 @@ func TestImportByFilter(t *testing.T) {
 		if o.Owned != (o.NetworkID == id) {
 			t.Errorf("backend object %+v: only %s should be adopted", o, id)
 		}
+	}
+}
+
+// Scans read the networks of bound Unmanaged Networks in one Observe, never
+// one Import per Network: scan after scan, with every Network converged,
+// the backend sees a List and an Observe and nothing per Network, and the
+// API server no write.
+func TestRescanObservesUnmanagedInOneCall(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	const n = 5
+	var objs []runtime.Object
+	for i := range n {
+		id := mem.AddForeign(fmt.Sprintf("provider-%d", i), fmt.Sprintf("172.23.%d.0/24", i), fmt.Sprintf("172.23.%d.1", i))
+		objs = append(objs, &samplecrdv1.Network{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("obs-%d", i), UID: types.UID(fmt.Sprintf("u%d", i)), Finalizers: []string{network.Finalizer}},
+			Spec: samplecrdv1.NetworkSpec{ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged,
+				Import: &samplecrdv1.NetworkImport{NetworkID: id}},
+		})
+	}
+	client := fake.NewClientset(objs...)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: mem, GCInterval: 20 * time.Millisecond})
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.SamplecrdV1().Networks("ns").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, got := range list.Items {
+			if c := meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady); c == nil || c.Reason != samplecrdv1.ReasonObserved {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the Networks were not observed: %v", err)
+	}
+	// Past any sync still running from the binds: two scans.
+	waitScans := func(k int64) {
+		t.Helper()
+		start := mem.Stats().Lists
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return mem.Stats().Lists >= start+2*k, nil
+		}); err != nil {
+			t.Fatalf("no %d scans: %v", k, err)
+		}
+	}
+	waitScans(2)
+	before, actions := mem.Stats(), len(client.Actions())
+	waitScans(5)
+	cancel()
+	<-done
+	after := mem.Stats()
+	if after.Gets != before.Gets {
+		t.Errorf("rescans of %d converged Unmanaged Networks imported %d times, want none (one Observe per scan)", n, after.Gets-before.Gets)
+	}
+	for _, a := range client.Actions()[actions:] {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
+			t.Errorf("a rescan of converged Networks wrote %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}
+
+// status.network and status.subnet show what the backend holds, for a
+// Network it created, a Managed import and an Unmanaged one; a change made
+// in the backend behind the controller's back (a rename) shows in an
+// Unmanaged Network's status after the next scan, and scans of converged
+// Networks write no status.
+func TestStatusShowsTheBackendNetwork(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	observedID := mem.AddForeign("provider", "172.25.0.0/24", "172.25.0.1", "team=a")
+	adoptedID := mem.AddForeign("terraformed", "172.25.1.0/24", "172.25.1.1")
+	withFinalizer := func(name string, spec samplecrdv1.NetworkSpec) *samplecrdv1.Network {
+		return &samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			Finalizers: []string{network.Finalizer}}, Spec: spec}
+	}
+	client := fake.NewClientset(
+		withFinalizer("created", samplecrdv1.NetworkSpec{CIDR: "10.60.0.0/24", Gateway: "10.60.0.1"}),
+		withFinalizer("adopted", samplecrdv1.NetworkSpec{Import: &samplecrdv1.NetworkImport{NetworkID: adoptedID}}),
+		withFinalizer("observed", samplecrdv1.NetworkSpec{ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged,
+			Import: &samplecrdv1.NetworkImport{NetworkID: observedID}}),
+	)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: mem, GCInterval: 20 * time.Millisecond})
+	defer func() { cancel(); <-done }()
+	waitStatus := func(name string, ok func(samplecrdv1.NetworkStatus) bool) samplecrdv1.NetworkStatus {
+		t.Helper()
+		var st samplecrdv1.NetworkStatus
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := client.SamplecrdV1().Networks("ns").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			st = got.Status
+			return ok(st), nil
+		}); err != nil {
+			t.Fatalf("status of %s = %+v: %v", name, st, err)
+		}
+		return st
+	}
+	for _, tc := range []struct {
+		name, backendName, cidr, gateway, tag string
+	}{
+		{"created", "k8s-ns-created", "10.60.0.0/24", "10.60.0.1", "managed-by=" + network.ManagedBy},
+		{"adopted", "terraformed", "172.25.1.0/24", "172.25.1.1", "k8s-network-uid=uid-adopted"},
+		{"observed", "provider", "172.25.0.0/24", "172.25.0.1", "team=a"},
+	} {
+		st := waitStatus(tc.name, func(st samplecrdv1.NetworkStatus) bool { return st.Network != nil && st.Subnet != nil })
+		n, s := st.Network, st.Subnet
+		if n.ID != st.NetworkID || n.Name != tc.backendName || n.Status != "ACTIVE" || n.AdminStateUp == nil || !*n.AdminStateUp ||
+			n.MTU != memory.MTU || n.ProjectID != memory.ProjectID || !slices.Contains(n.Tags, tc.tag) || n.RevisionNumber == 0 {
+			t.Errorf("%s: status.network = %+v, want %s named %q, ACTIVE, up, MTU, project, tag %s, a revision", tc.name, *n, st.NetworkID, tc.backendName, tc.tag)
+		}
+		if s.ID != st.SubnetID || s.CIDR != tc.cidr || s.GatewayIP != tc.gateway || s.IPVersion != 4 || len(s.AllocationPools) == 0 {
+			t.Errorf("%s: status.subnet = %+v, want %s, %s via %s, IPv4, its pools", tc.name, *s, st.SubnetID, tc.cidr, tc.gateway)
+		}
+	}
+
+	// Converged: scans write nothing.
+	scans := func(k int64) {
+		t.Helper()
+		start := mem.Stats().Lists
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return mem.Stats().Lists >= start+2*k, nil
+		}); err != nil {
+			t.Fatalf("no %d scans: %v", k, err)
+		}
+	}
+	scans(2)
+	writes := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "update" || a.GetVerb() == "patch" {
+				n++
+			}
+		}
+		return n
+	}
+	before := writes()
+	scans(5)
+	if w := writes() - before; w != 0 {
+		t.Errorf("5 scans of 3 converged Networks wrote %d times, want none", w)
+	}
+
+	// Renamed behind the controller's back: the next scan shows it.
+	mem.RenameForeign(observedID, "provider-renamed")
+	st := waitStatus("observed", func(st samplecrdv1.NetworkStatus) bool {
+		return st.Network != nil && st.Network.Name == "provider-renamed"
+	})
+	if st.Network.RevisionNumber <= 2 {
+		t.Errorf("status.network after the rename = %+v, want its new revision", *st.Network)
 	}
 }

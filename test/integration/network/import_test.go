@@ -2,14 +2,18 @@ package network
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -192,4 +196,197 @@ func TestNeutronDetachSurvivesRestartAndGC(t *testing.T) {
 			t.Errorf("a restart after a Detach wrote %s", r)
 		}
 	}
+}
+
+// restartRequests is what a restart with converged Networks costs in
+// Neutron requests: the List (networks and subnets of our managed-by tag,
+// one page each below 500 Networks) and, for the Unmanaged Networks,
+// whose networks carry no tag of ours, one list of networks and one of
+// their subnets per 100 of them: never a request per Network.
+func restartRequests(unmanaged int) int {
+	return scanRequests + 2*((unmanaged+99)/100)
+}
+
+// TestNeutronRestartWithImportsRequests: a restart with converged Networks,
+// created, Managed imports and 30 Unmanaged imports among them, costs
+// restartRequests Neutron requests, as Neutron's access log counts them,
+// whatever their number, and writes nothing to Neutron or to the API
+// server.
+func TestNeutronRestartWithImportsRequests(t *testing.T) {
+	e, cloud, managedBy, user := neutronUserEnv(t)
+	const created, adopted, observed = 5, 5, 30
+	var names []string
+	var objs []*samplecrdv1.Network
+	for i := range adopted + observed {
+		n := cloud.AddNetwork(t, "", fmt.Sprintf("import-%02d", i), fmt.Sprintf("10.47.%d.0/24", i), fmt.Sprintf("10.47.%d.1", i))
+		policy, name := samplecrdv1.ManagementPolicyUnmanaged, fmt.Sprintf("observed-%02d", i)
+		if i < adopted {
+			policy, name = samplecrdv1.ManagementPolicyManaged, fmt.Sprintf("adopted-%02d", i)
+		}
+		objs = append(objs, importByID(name, n.ID, policy, "", ""))
+	}
+	for i := range created {
+		objs = append(objs, newNetwork(fmt.Sprintf("created-%02d", i), fmt.Sprintf("10.48.%d.0/24", i), fmt.Sprintf("10.48.%d.1", i)))
+	}
+	e.startNeutron(managedBy, 0)
+	for _, o := range objs {
+		e.create(o)
+		names = append(names, o.Name)
+	}
+	e.waitAllReady(names)
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two scans: the restart's, and one more a GC interval later, by which
+	// time every Network the first one brought back has been synced.
+	queue := framework.MarkQueue(network.Name)
+	e.startNeutron(managedBy, 2*time.Second)
+	var reqs []neutrontest.Request
+	framework.Eventually(t, timeout, "two scans after the restart, every Network synced", func(ctx context.Context) (bool, error) {
+		reqs = scanned(requests(t, log, user))
+		lists, byID := 0, 0
+		for _, r := range reqs {
+			switch {
+			case r.IsList(managedBy):
+				lists++
+			case strings.Contains(r.Path, "id="):
+				byID++
+			}
+		}
+		if lists < 2*scanRequests || byID < 2*(restartRequests(observed)-scanRequests) {
+			return false, fmt.Errorf("%d lists of ours, %d by ID", lists, byID)
+		}
+		return queue.Idle(), nil
+	})
+	t.Logf("restart with %d converged Networks (%d created, %d Managed imports, %d Unmanaged imports): %d Neutron requests in two scans (want %d a scan): %v",
+		len(names), created, adopted, observed, len(reqs), restartRequests(observed), reqs)
+	if len(reqs) > 2*restartRequests(observed) {
+		t.Errorf("%d Neutron requests in the restart's two scans, want at most %d: %v", len(reqs), 2*restartRequests(observed), reqs)
+	}
+	for _, r := range reqs {
+		if r.Method != "GET" {
+			t.Errorf("a restart with converged Networks wrote %s", r)
+		}
+	}
+	if w := e.writes.Writes(""); w != 0 {
+		t.Errorf("API writes after a restart with converged Networks = %d, want 0 (%s)", w, e.writes)
+	}
+}
+
+// scanned drops from reqs the version discovery a new client makes once
+// (GET /), not the scans'.
+func scanned(reqs []neutrontest.Request) []neutrontest.Request {
+	return slices.DeleteFunc(reqs, func(r neutrontest.Request) bool { return r.Path == "/" })
+}
+
+// waitAllReady waits until every Network of names is Ready=True.
+func (e *env) waitAllReady(names []string) {
+	e.t.Helper()
+	for _, name := range names {
+		e.waitReady(name, metav1.ConditionTrue, "")
+	}
+}
+
+// TestNeutronStatusMirrorsNeutron: status.network and status.subnet show
+// what Neutron holds, for a Network the controller created, a Managed and
+// an Unmanaged import; the admin renaming the Unmanaged Network's network
+// shows in its status after the next scan; and scans of converged Networks
+// write no status.
+func TestNeutronStatusMirrorsNeutron(t *testing.T) {
+	e, cloud, managedBy, _ := neutronUserEnv(t)
+	admin := cloud.Admin(t)
+	observed := cloud.AddNetwork(t, "", "status-observed", "10.49.0.0/24", "10.49.0.1", "team=a")
+	adopted := cloud.AddNetwork(t, "", "status-adopted", "10.49.1.0/24", "10.49.1.1")
+	e.startNeutron(managedBy, 2*time.Second)
+	e.create(newNetwork("created", "10.49.2.0/24", "10.49.2.1"))
+	e.create(importByID("adopted", adopted.ID, samplecrdv1.ManagementPolicyManaged, "", ""))
+	e.create(importByID("observed", observed.ID, samplecrdv1.ManagementPolicyUnmanaged, "", ""))
+	for _, name := range []string{"created", "adopted", "observed"} {
+		n := e.waitReady(name, metav1.ConditionTrue, "")
+		// What Neutron holds now, as the admin reads it.
+		var want struct {
+			networks.Network
+			external.NetworkExternalExt
+			mtu.NetworkMTUExt
+		}
+		if err := networks.Get(e.ctx, admin, n.Status.NetworkID).ExtractInto(&want); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := subnets.Get(e.ctx, admin, n.Status.SubnetID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := framework.WaitObject(t, name+"'s status.network and status.subnet", func(ctx context.Context) (*samplecrdv1.Network, error) {
+			return e.client.SamplecrdV1().Networks(e.ns).Get(ctx, name, metav1.GetOptions{})
+		}, func(n *samplecrdv1.Network) error {
+			if n.Status.Network == nil || n.Status.Subnet == nil {
+				return fmt.Errorf("status = %+v", n.Status)
+			}
+			return nil
+		})
+		tags := slices.Sorted(slices.Values(want.Tags))
+		wantNet := samplecrdv1.NetworkObservation{ID: want.ID, Name: want.Name, Status: want.Status, AdminStateUp: &want.AdminStateUp,
+			MTU: int32(want.MTU), Shared: want.Shared, External: want.External, ProjectID: want.ProjectID, Tags: tags, RevisionNumber: int64(want.RevisionNumber)}
+		if !equality.Semantic.DeepEqual(*got.Status.Network, wantNet) {
+			t.Errorf("%s: status.network = %+v, Neutron holds %+v", name, *got.Status.Network, wantNet)
+		}
+		s := got.Status.Subnet
+		if s.ID != sub.ID || s.Name != sub.Name || s.CIDR != sub.CIDR || s.GatewayIP != sub.GatewayIP || int(s.IPVersion) != sub.IPVersion ||
+			s.EnableDHCP != sub.EnableDHCP || len(s.AllocationPools) != len(sub.AllocationPools) || int(s.RevisionNumber) != sub.RevisionNumber {
+			t.Errorf("%s: status.subnet = %+v, Neutron holds %+v", name, *s, *sub)
+		}
+	}
+
+	// Converged: two scans write no status.
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.writes.Reset()
+	e.waitScans(log, managedBy, 2)
+	if w := e.writes.Writes(""); w != 0 {
+		t.Errorf("two scans of converged Networks made %d API writes, want none (%s)", w, e.writes)
+	}
+
+	// Renamed by the admin: shown after the next scan, with the new revision.
+	if _, err := networks.Update(e.ctx, admin, observed.ID, networks.UpdateOpts{Name: ptr("status-observed-renamed")}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitObject(t, "the rename in status.network", func(ctx context.Context) (*samplecrdv1.Network, error) {
+		return e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "observed", metav1.GetOptions{})
+	}, func(n *samplecrdv1.Network) error {
+		if n.Status.Network == nil || n.Status.Network.Name != "status-observed-renamed" || n.Status.Network.RevisionNumber <= int64(observed.RevisionNumber) {
+			return fmt.Errorf("status.network = %+v", n.Status.Network)
+		}
+		return nil
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// waitScans waits until Neutron's access log shows k more scans (Lists of
+// ours) since log's mark.
+func (e *env) waitScans(log *neutrontest.AccessLog, managedBy string, k int) {
+	e.t.Helper()
+	if err := log.Reset(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	framework.Eventually(e.t, timeout, fmt.Sprintf("%d scans", k), func(ctx context.Context) (bool, error) {
+		reqs, err := log.Requests(ctx, "")
+		if err != nil {
+			return false, err
+		}
+		lists := 0
+		for _, r := range reqs {
+			if r.IsList(managedBy) {
+				lists++
+			}
+		}
+		return lists >= k*scanRequests, nil
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2/ktesting"
@@ -86,6 +87,8 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"ImportNeverSteals", testImportNeverSteals},
 		{"ImportByExactFilter", testImportFilter},
 		{"DetachLeavesTheNetwork", testDetach},
+		{"ObserveReadsWhatImportReads", testObserve},
+		{"ObservationsAreWhatTheNextScanReads", testObservations},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -739,6 +742,165 @@ func testDetach(t *testing.T, ctx context.Context, s Setup) {
 		t.Fatalf("adopting the detached network: %v", err)
 	}
 	if err := s.Backend.Delete(ctx, again); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+}
+
+// testObserve: Observe returns, for each bound Unmanaged Network, what
+// Import without adopt returns, leaves out what Import would fail on (a
+// network gone, no subnet of the spec's cidr), and writes nothing.
+func testObserve(t *testing.T, ctx context.Context, s Setup) {
+	if got, err := s.Backend.Observe(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("Observe of nothing = %+v, %v", got, err)
+	}
+	a := foreign(t, s, "observed-a", "172.22.0.0/24", "172.22.0.1")
+	b := foreign(t, s, "observed-b", "172.22.1.0/24", "172.22.1.1")
+	owner := desired(9, "10.33.0.0/24", "10.33.0.1")
+	theirs := mustCreate(t, ctx, s.Backend, owner) // another Network's: observed all the same
+	var want []network.Network
+	bind := func(i int, id, cidr string) network.Network {
+		d := desired(i, cidr, "")
+		got, err := s.Backend.Import(ctx, d, network.Ref{NetworkID: id}, false)
+		if err != nil {
+			t.Fatalf("Import(%s): %v", id, err)
+		}
+		d.NetworkID = got.NetworkID
+		want = append(want, d)
+		return *got
+	}
+	imported := map[types.UID]network.Network{}
+	for i, id := range []string{a, b, theirs.NetworkID, a} { // a twice: two Networks observe it
+		n := bind(i, id, "")
+		imported[n.UID] = n
+	}
+	// A Network whose network is gone, and one whose cidr the network has
+	// no subnet of: left out.
+	gone := desired(5, "", "")
+	gone.NetworkID = "0b7a5f3e-5a1d-4c1e-9a57-2f1f3c0f6d12"
+	wrongCIDR := desired(6, "172.22.9.0/24", "")
+	wrongCIDR.NetworkID = b
+	want = append(want, gone, wrongCIDR)
+	before := writes(s)
+	got, err := s.Backend.Observe(ctx, want)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Observe made %d writes, want none", w)
+	}
+	seen := map[types.UID]bool{}
+	for _, n := range got {
+		seen[n.UID] = true
+		imp, ok := imported[n.UID]
+		if !ok {
+			t.Errorf("Observe returned %+v, which Import would not bind", n)
+			continue
+		}
+		if n.NetworkID != imp.NetworkID || n.SubnetID != imp.SubnetID || n.CIDR != imp.CIDR || n.Gateway != imp.Gateway ||
+			n.Namespace != imp.Namespace || n.Name != imp.Name {
+			t.Errorf("Observe = %+v, Import returned %+v", n, imp)
+		}
+	}
+	if len(seen) != len(imported) || len(got) != len(imported) {
+		t.Fatalf("Observe returned %d networks (%v), want the %d imported ones once each", len(got), seen, len(imported))
+	}
+	if err := s.ForeignIntact(t, a, "172.22.0.0/24", "172.22.0.1"); err != nil {
+		t.Fatalf("an observed network was touched: %v", err)
+	}
+}
+
+// testObservations: every method that returns a network returns what the
+// Network's status shows of it (Observed, ObservedSubnet), exactly as the
+// next scan (List, or Observe for an Unmanaged Network) reads it, so that
+// status written from one is not written again after the scan; and those
+// observations say what the network is.
+func testObservations(t *testing.T, ctx context.Context, s Setup) {
+	scanned := func(uid types.UID) network.Network {
+		t.Helper()
+		list, err := s.Backend.List(ctx)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		for _, n := range list {
+			if n.UID == uid {
+				return n
+			}
+		}
+		t.Fatalf("List lacks %s", uid)
+		return network.Network{}
+	}
+	same := func(what string, got, scan network.Network) {
+		t.Helper()
+		if !equality.Semantic.DeepEqual(got.Observed, scan.Observed) || !equality.Semantic.DeepEqual(got.ObservedSubnet, scan.ObservedSubnet) {
+			t.Errorf("%s returned %+v / %+v, the next scan reads %+v / %+v", what, got.Observed, got.ObservedSubnet, scan.Observed, scan.ObservedSubnet)
+		}
+	}
+	check := func(what string, n network.Network, name string) {
+		t.Helper()
+		o, sub := n.Observed, n.ObservedSubnet
+		if o == nil || sub == nil {
+			t.Fatalf("%s has no observation: %+v", what, n)
+		}
+		if o.ID != n.NetworkID || o.Name != name || o.Status == "" || o.AdminStateUp == nil || o.MTU <= 0 || o.RevisionNumber <= 0 ||
+			!slices.IsSorted(o.Tags) {
+			t.Errorf("%s: network observed as %+v, want ID %s, name %q, a status, admin state, MTU and revision, tags sorted", what, *o, n.NetworkID, name)
+		}
+		wantVersion := int32(4)
+		if strings.Contains(n.CIDR, ":") {
+			wantVersion = 6
+		}
+		if sub.ID != n.SubnetID || sub.CIDR != n.CIDR || sub.GatewayIP != n.Gateway || sub.IPVersion != wantVersion || len(sub.AllocationPools) == 0 {
+			t.Errorf("%s: subnet observed as %+v, want ID %s, cidr %s, gateway %s, IPv%d, its pools", what, *sub, n.SubnetID, n.CIDR, n.Gateway, wantVersion)
+		}
+	}
+
+	d := desired(1, "10.34.0.0/24", "10.34.0.1")
+	created := mustCreate(t, ctx, s.Backend, d)
+	check("Create", *created, network.DisplayName(d.Namespace, d.Name))
+	same("Create", *created, scanned(d.UID))
+	updated, err := s.Backend.UpdateGateway(ctx, *created, "10.34.0.254")
+	if err != nil {
+		t.Fatalf("UpdateGateway: %v", err)
+	}
+	check("UpdateGateway", *updated, network.DisplayName(d.Namespace, d.Name))
+	same("UpdateGateway", *updated, scanned(d.UID))
+	if updated.ObservedSubnet.RevisionNumber <= created.ObservedSubnet.RevisionNumber {
+		t.Errorf("the subnet's revision went from %d to %d with its gateway's update, want it higher",
+			created.ObservedSubnet.RevisionNumber, updated.ObservedSubnet.RevisionNumber)
+	}
+	if s.AddForeign == nil {
+		return
+	}
+
+	name := "observed-" + string(uuid.NewUUID())[:8]
+	id := s.AddForeign(t, name, "172.24.0.0/24", "172.24.0.1", "team=a")
+	obs := desired(2, "", "")
+	got, err := s.Backend.Import(ctx, obs, network.Ref{NetworkID: id}, false)
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	check("Import (Unmanaged)", *got, name)
+	if !slices.Contains(got.Observed.Tags, "team=a") {
+		t.Errorf("Import (Unmanaged): tags %v, want the network's own", got.Observed.Tags)
+	}
+	obs.NetworkID = id
+	observed, err := s.Backend.Observe(ctx, []network.Network{obs})
+	if err != nil || len(observed) != 1 {
+		t.Fatalf("Observe = %+v, %v", observed, err)
+	}
+	same("Import (Unmanaged)", *got, observed[0])
+
+	adopter := desired(3, "", "")
+	adopted, err := s.Backend.Import(ctx, adopter, network.Ref{NetworkID: id}, true)
+	if err != nil {
+		t.Fatalf("Import (Managed): %v", err)
+	}
+	check("Import (Managed)", *adopted, name)
+	same("Import (Managed)", *adopted, scanned(adopter.UID))
+	if adopted.Observed.RevisionNumber <= got.Observed.RevisionNumber {
+		t.Errorf("the network's revision went from %d to %d with its adoption, want it higher", got.Observed.RevisionNumber, adopted.Observed.RevisionNumber)
+	}
+	if err := s.Backend.Delete(ctx, adopter); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 }

@@ -34,6 +34,7 @@ const (
 	OpList          Op = "List"
 	OpImport        Op = "Import"
 	OpDetach        Op = "Detach"
+	OpObserve       Op = "Observe"
 )
 
 // FaultFunc is called before every operation (after the latency); a non-nil
@@ -41,7 +42,8 @@ const (
 // for List.
 type FaultFunc func(ctx context.Context, op Op, uid types.UID) error
 
-// Stats counts the operations the backend performed successfully.
+// Stats counts the operations the backend performed successfully. An
+// Observe, one read of many networks, counts as a List.
 type Stats struct {
 	Gets, Lists               int64
 	Creates, Updates, Deletes int64
@@ -59,6 +61,84 @@ type Object struct {
 	Owned bool
 	// Tags are a foreign object's, for import filters.
 	Tags []string
+	// BackendName is the name the backend gives the network and its
+	// subnet: k8s-<namespace>-<name> for one it created, a foreign
+	// network's own (kept when adopted).
+	BackendName string
+	// Revision and SubnetRevision count the writes to the network and to
+	// its subnet, as Neutron's revision_number does.
+	Revision, SubnetRevision int64
+}
+
+// The values the memory backend reports for what it does not model.
+const (
+	// MTU is the MTU of every network.
+	MTU = 1500
+	// ProjectID is the project of every network.
+	ProjectID = "memory"
+)
+
+// view returns the network as the Backend methods return it, with what a
+// Network's status shows of it.
+func (o *Object) view() network.Network {
+	n := o.Network
+	name, tags := o.BackendName, o.Tags
+	if o.Owned {
+		tags = append(slices.Clone(o.Tags), "k8s-network-uid="+string(o.UID), "managed-by="+network.ManagedBy)
+	}
+	up := true
+	n.Observed = network.NormalizeNetwork(&samplecrdv1.NetworkObservation{
+		ID: o.NetworkID, Name: name, Status: "ACTIVE", AdminStateUp: &up, MTU: MTU, ProjectID: ProjectID,
+		Tags: tags, RevisionNumber: o.Revision,
+	})
+	if o.SubnetID != "" {
+		v := int32(4)
+		if strings.Contains(o.CIDR, ":") {
+			v = 6
+		}
+		n.ObservedSubnet = network.NormalizeSubnet(&samplecrdv1.SubnetObservation{
+			ID: o.SubnetID, Name: name, CIDR: o.CIDR, GatewayIP: o.Gateway, IPVersion: v, EnableDHCP: true,
+			AllocationPools: pools(o.CIDR, o.Gateway), RevisionNumber: o.SubnetRevision,
+		})
+	}
+	return n
+}
+
+// pools returns the addresses of cidr after the network address (and
+// before an IPv4 broadcast address), less the gateway: a plausible
+// allocation.
+func pools(cidr, gateway string) []samplecrdv1.AllocationPool {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return nil
+	}
+	p = p.Masked()
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 1 << (7 - i%8)
+	}
+	first, last := p.Addr().Next(), netip.AddrFrom16([16]byte(append(make([]byte, 16-len(b)), b...)))
+	if p.Addr().Is4() {
+		last = netip.AddrFrom4([4]byte(b))
+		if p.Bits() <= 30 {
+			last = last.Prev()
+		}
+	}
+	if !first.IsValid() || first.Compare(last) > 0 {
+		return nil
+	}
+	gw, err := netip.ParseAddr(gateway)
+	if err != nil || gw.Compare(first) < 0 || gw.Compare(last) > 0 {
+		return []samplecrdv1.AllocationPool{{Start: first.String(), End: last.String()}}
+	}
+	var out []samplecrdv1.AllocationPool
+	if gw != first {
+		out = append(out, samplecrdv1.AllocationPool{Start: first.String(), End: gw.Prev().String()})
+	}
+	if gw != last {
+		out = append(out, samplecrdv1.AllocationPool{Start: gw.Next().String(), End: last.String()})
+	}
+	return out
 }
 
 // Backend is the in-memory backend. The zero value is not usable; use New.
@@ -131,8 +211,19 @@ func (b *Backend) AddForeign(name, cidr, gateway string, tags ...string) string 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	id := b.newID("net")
-	b.objects[id] = &Object{Tags: tags, Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
+	b.objects[id] = &Object{Tags: tags, BackendName: name, Revision: 2, Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
 	return id
+}
+
+// RenameForeign renames the foreign network id, as an operator would
+// behind the controller's back.
+func (b *Backend) RenameForeign(id, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o := b.objects[id]; o != nil && !o.Owned {
+		o.Name, o.BackendName = name, name
+		o.Revision++
+	}
 }
 
 // Objects returns everything the backend holds, ours and foreign, sorted by
@@ -204,7 +295,7 @@ func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, err
 		return nil, fmt.Errorf("network for uid %s: %w", uid, network.ErrNotFound)
 	}
 	b.stats.Gets++
-	n := o.Network
+	n := o.view()
 	return &n, nil
 }
 
@@ -226,14 +317,14 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	b.mu.Lock()
 	o := b.lookup(desired.UID)
 	if o != nil && o.SubnetID != "" {
-		n := o.Network
+		n := o.view()
 		n.Existed = true
 		b.mu.Unlock()
 		logger.V(2).Info("[Neutron mock] Network already exists", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID, "networkID", n.NetworkID)
 		return &n, nil
 	}
 	if o == nil {
-		o = &Object{Owned: true, Network: network.Network{
+		o = &Object{Owned: true, BackendName: network.DisplayName(desired.Namespace, desired.Name), Revision: 1, Network: network.Network{
 			UID: desired.UID, Namespace: desired.Namespace, Name: desired.Name, NetworkID: b.newID("net"),
 		}}
 		b.objects[o.NetworkID] = o
@@ -257,17 +348,19 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 		return nil, network.Transient("create subnet", samplecrdv1.ReasonBackendUnavailable, fmt.Errorf("network for uid %s was deleted concurrently", desired.UID))
 	}
 	if o.SubnetID != "" { // a concurrent Create won
-		n := o.Network
+		n := o.view()
 		return &n, nil
 	}
 	if err := b.checkOverlap(desired.CIDR); err != nil {
 		return nil, err
 	}
 	o.CIDR, o.Gateway, o.SubnetID = desired.CIDR, desired.Gateway, b.newID("subnet")
+	o.Revision++
+	o.SubnetRevision = 1
 	b.stats.Creates++
 	logger.Info("[Neutron mock] Created subnet", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
 		"cidr", o.CIDR, "gateway", o.Gateway, "networkID", o.NetworkID, "subnetID", o.SubnetID)
-	n := o.Network
+	n := o.view()
 	return &n, nil
 }
 
@@ -327,11 +420,13 @@ func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gatewa
 	if o.Gateway != gateway {
 		old := o.Gateway
 		o.Gateway = gateway
+		o.SubnetRevision++
+		o.Revision++
 		b.stats.Updates++
 		klog.FromContext(ctx).Info("[Neutron mock] Updated network gateway", "network", klog.KRef(o.Namespace, o.Name), "uid", uid,
 			"networkID", o.NetworkID, "subnetID", o.SubnetID, "oldGateway", old, "gateway", gateway)
 	}
-	n := o.Network
+	n := o.view()
 	return &n, nil
 }
 
@@ -365,7 +460,7 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 	defer b.mu.Unlock()
 	out := make([]network.Network, 0, len(b.byUID))
 	for _, id := range b.byUID {
-		out = append(out, b.objects[id].Network)
+		out = append(out, b.objects[id].view())
 	}
 	slices.SortFunc(out, func(x, y network.Network) int { return strings.Compare(x.NetworkID, y.NetworkID) })
 	b.stats.Lists++
@@ -385,7 +480,7 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 	if ref.NetworkID == "" {
 		var ids []string
 		for _, c := range b.objects {
-			if ref.Matches(c.Name, c.Tags) {
+			if ref.Matches(c.BackendName, c.Tags) {
 				o = c
 				ids = append(ids, c.NetworkID)
 			}
@@ -403,7 +498,7 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 		return nil, network.Permanent("import "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
 			"it has no subnet with cidr %s (its subnet %s has %s): fix spec.cidr or remove it", desired.CIDR, o.SubnetID, o.CIDR))
 	}
-	n := o.Network
+	n := o.view()
 	if !adopt {
 		n.UID, n.Namespace, n.Name, n.Existed = desired.UID, desired.Namespace, desired.Name, false
 		return &n, nil
@@ -416,12 +511,15 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 		n.Existed = true
 		return &n, nil
 	}
+	o.Tags = append(o.Tags, "k8s-ref-0="+desired.Namespace+"/"+desired.Name)
 	o.Owned, o.UID, o.Namespace, o.Name = true, desired.UID, desired.Namespace, desired.Name
+	o.Revision++
+	o.SubnetRevision++
 	b.byUID[desired.UID] = o.NetworkID
 	b.stats.Updates++
 	klog.FromContext(ctx).Info("[Neutron mock] Adopted network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
 		"networkID", o.NetworkID, "subnetID", o.SubnetID)
-	n = o.Network
+	n = o.view()
 	return &n, nil
 }
 
@@ -437,9 +535,37 @@ func (b *Backend) Detach(ctx context.Context, n network.Network) error {
 		return nil
 	}
 	delete(b.byUID, n.UID)
+	o.Tags = append(slices.DeleteFunc(o.Tags, func(t string) bool { return strings.HasPrefix(t, "k8s-ref-") }), "k8s-network-detached")
 	o.Owned, o.UID = false, ""
+	o.Revision++
+	o.SubnetRevision++
 	b.stats.Updates++
 	klog.FromContext(ctx).Info("[Neutron mock] Detached network", "network", klog.KRef(n.Namespace, n.Name), "uid", n.UID,
 		"networkID", o.NetworkID, "subnetID", o.SubnetID)
 	return nil
+}
+
+// Observe implements network.Backend: one read of every network of want,
+// counted as a List.
+func (b *Backend) Observe(ctx context.Context, want []network.Network) ([]network.Network, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	if err := b.begin(ctx, OpObserve, ""); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stats.Lists++
+	var out []network.Network
+	for _, w := range want {
+		o := b.objects[w.NetworkID]
+		if o == nil || o.SubnetID == "" || (w.CIDR != "" && !network.SameCIDR(o.CIDR, w.CIDR)) {
+			continue // Import would fail: the controller imports it again
+		}
+		n := o.view()
+		n.UID, n.Namespace, n.Name, n.Existed = w.UID, w.Namespace, w.Name, false
+		out = append(out, n)
+	}
+	return out, nil
 }

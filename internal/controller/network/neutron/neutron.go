@@ -40,6 +40,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
@@ -80,6 +82,14 @@ const (
 	DefaultPageSize = 500
 
 	maxNameLength = 255 // Neutron's limit on names and descriptions
+
+	// idsPerRequest is how many IDs one request of Observe filters by
+	// (repeated id= or network_id= parameters, which Neutron takes as
+	// one IN filter): a UUID takes 40 characters of the query as id=,
+	// 48 as network_id=, so a request line stays under 5 KB, well inside
+	// the 8 KiB that servers and proxies commonly allow (Neutron's own
+	// eventlet server included).
+	idsPerRequest = 100
 )
 
 // Options configure New.
@@ -139,6 +149,8 @@ type Backend struct {
 	managedBy string
 	timeout   time.Duration
 	pageSize  int
+	// idsPerRequest is how many IDs one request of Observe filters by.
+	idsPerRequest int
 	// inflight holds a token per request in flight (MaxConcurrentRequests).
 	inflight chan struct{}
 	// projectID is the project the token is scoped to. Every lookup is
@@ -160,7 +172,7 @@ var _ network.Backend = (*Backend)(nil)
 // unreachable Keystone) and finds the network endpoint in the catalog.
 func New(ctx context.Context, opts Options) (*Backend, error) {
 	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize,
-		unanswered: map[types.UID]time.Time{}}
+		idsPerRequest: idsPerRequest, unanswered: map[types.UID]time.Time{}}
 	if b.pageSize <= 0 {
 		b.pageSize = DefaultPageSize
 	}
@@ -417,8 +429,22 @@ func validateTag(tag string) error {
 	return nil
 }
 
-func toNetwork(n *networks.Network, s *subnets.Subnet) *network.Network {
-	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID}
+// neutronNetwork is a Neutron network with the attributes of the
+// extensions a Network's status reports (mtu, router:external).
+type neutronNetwork struct {
+	networks.Network
+	external.NetworkExternalExt
+	mtu.NetworkMTUExt
+}
+
+func extractNetworks(p pagination.Page) ([]neutronNetwork, error) {
+	var out []neutronNetwork
+	err := networks.ExtractNetworksInto(p, &out)
+	return out, err
+}
+
+func toNetwork(n *neutronNetwork, s *subnets.Subnet) *network.Network {
+	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID, Observed: observeNetwork(n)}
 	out.Namespace, out.Name = parseDescription(n.Description)
 	if out.Namespace == "" {
 		out.Namespace, out.Name = refFromTags(n.Tags)
@@ -426,8 +452,49 @@ func toNetwork(n *networks.Network, s *subnets.Subnet) *network.Network {
 	if s != nil {
 		out.SubnetID = s.ID
 		out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
+		out.ObservedSubnet = observeSubnet(s)
 	}
 	return out
+}
+
+// observeNetwork returns what a Network's status shows of n.
+func observeNetwork(n *neutronNetwork) *samplecrdv1.NetworkObservation {
+	up := n.AdminStateUp
+	return network.NormalizeNetwork(&samplecrdv1.NetworkObservation{
+		ID: n.ID, Name: n.Name, Status: n.Status, AdminStateUp: &up, MTU: int32(n.MTU), Shared: n.Shared,
+		External: n.External, ProjectID: n.ProjectID, Tags: n.Tags, RevisionNumber: int64(n.RevisionNumber),
+	})
+}
+
+// observeSubnet returns what a Network's status shows of s.
+func observeSubnet(s *subnets.Subnet) *samplecrdv1.SubnetObservation {
+	o := &samplecrdv1.SubnetObservation{
+		ID: s.ID, Name: s.Name, CIDR: canonicalCIDR(s.CIDR), GatewayIP: canonicalIP(s.GatewayIP), IPVersion: int32(s.IPVersion),
+		EnableDHCP: s.EnableDHCP, DNSNameservers: s.DNSNameservers, RevisionNumber: int64(s.RevisionNumber),
+	}
+	for _, p := range s.AllocationPools {
+		o.AllocationPools = append(o.AllocationPools, samplecrdv1.AllocationPool{Start: p.Start, End: p.End})
+	}
+	return network.NormalizeSubnet(o)
+}
+
+// Neutron bumps the revision_number of an object at each write to it
+// (its tags included), and of a network at each create or update of one
+// of its subnets. What the backend returns after its own writes carries
+// the revisions they made, as a later read would show them, without that
+// read: the tags' PUT answers with the tags alone. A guess that missed
+// would cost one status write at the next scan, which shows the real one.
+
+// tagged records on n a write of its tags.
+func (n *neutronNetwork) tagged(tags []string) {
+	n.Tags = tags
+	n.RevisionNumber++
+}
+
+// taggedSubnet records on s a write of its tags.
+func taggedSubnet(s *subnets.Subnet, tags []string) {
+	s.Tags = tags
+	s.RevisionNumber++
 }
 
 func canonicalCIDR(s string) string {
@@ -474,11 +541,11 @@ func (b *Backend) turn(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]networks.Network, error) {
+func (b *Backend) listNetworks(ctx context.Context, opts networks.ListOpts) ([]neutronNetwork, error) {
 	ctx, done := b.turn(ctx)
 	defer done()
 	opts.ProjectID = b.projectID
-	return listAll(ctx, b.timeout, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
+	return listAll(ctx, b.timeout, "list networks", networks.List(b.client, opts), extractNetworks)
 }
 
 func (b *Backend) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
@@ -522,12 +589,12 @@ func listAll[T any](ctx context.Context, timeout time.Duration, op string, pager
 }
 
 // findNetworks returns the networks tagged with uid, oldest first.
-func (b *Backend) findNetworks(ctx context.Context, uid types.UID) ([]networks.Network, error) {
+func (b *Backend) findNetworks(ctx context.Context, uid types.UID) ([]neutronNetwork, error) {
 	nets, err := b.listNetworks(ctx, networks.ListOpts{Tags: b.ownerTags(uid)})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(nets, func(x, y networks.Network) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	slices.SortStableFunc(nets, func(x, y neutronNetwork) int { return x.CreatedAt.Compare(y.CreatedAt) })
 	return nets, nil
 }
 
@@ -550,7 +617,7 @@ func (b *Backend) pickSubnet(subs []subnets.Subnet, n network.Network, adopt boo
 }
 
 // get returns the network of uid and its subnet (nil when missing).
-func (b *Backend) get(ctx context.Context, uid types.UID) (*networks.Network, *subnets.Subnet, error) {
+func (b *Backend) get(ctx context.Context, uid types.UID) (*neutronNetwork, *subnets.Subnet, error) {
 	nets, err := b.findNetworks(ctx, uid)
 	if err != nil {
 		return nil, nil, err
@@ -571,7 +638,7 @@ func (b *Backend) get(ctx context.Context, uid types.UID) (*networks.Network, *s
 	return n, sub, nil
 }
 
-func networkIDs(nets []networks.Network) []string {
+func networkIDs(nets []neutronNetwork) []string {
 	ids := make([]string, 0, len(nets))
 	for _, n := range nets {
 		ids = append(ids, n.ID)
@@ -643,17 +710,17 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 	// interrupted before it was tagged (Neutron takes no tags in a network's
 	// POST). Networks that existed before the controller started are known
 	// from its List, whatever happened to their descriptions since.
-	var found []networks.Network
+	var found []neutronNetwork
 	if lookup {
 		if found, err = b.listNetworks(ctx, networks.ListOpts{Description: desc}); err != nil {
 			return nil, err
 		}
 	}
-	slices.SortStableFunc(found, func(x, y networks.Network) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	slices.SortStableFunc(found, func(x, y neutronNetwork) int { return x.CreatedAt.Compare(y.CreatedAt) })
 	if len(found) > 0 {
 		b.setUnanswered(desired.UID, false)
 	}
-	var net *networks.Network
+	var net *neutronNetwork
 	made := false // whether this call created or marked anything
 	for i := range found {
 		if b.owns(found[i].Tags, desired.UID) {
@@ -681,7 +748,8 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			adminUp := true
 			rctx, cancel := b.request(ctx)
 			sent := rctx.Err() == nil // else the request fails before it is sent
-			net, err = networks.Create(rctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).Extract()
+			net = &neutronNetwork{}
+			err = networks.Create(rctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).ExtractInto(net)
 			cancel()
 			if err != nil {
 				if sent && unanswered(err) {
@@ -691,9 +759,11 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			}
 			logger.Info("Created Neutron network", "name", name, "networkID", net.ID)
 		}
-		if net.Tags, err = b.tag(ctx, "networks", net.ID, net.Tags, desired); err != nil {
+		tags, err := b.tag(ctx, "networks", net.ID, net.Tags, desired)
+		if err != nil {
 			return nil, err
 		}
+		net.tagged(tags)
 		made = true
 	}
 
@@ -738,12 +808,16 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		} else {
 			logger.Info("Created Neutron subnet", "networkID", net.ID, "subnetID", sub.ID, "cidr", sub.CIDR, "gateway", sub.GatewayIP)
 			adopted = true
+			net.Subnets = append(net.Subnets, sub.ID)
+			net.RevisionNumber++ // a new subnet revises its network
 		}
 	}
 	if adopted {
-		if sub.Tags, err = b.tag(ctx, "subnets", sub.ID, sub.Tags, desired); err != nil {
+		tags, err := b.tag(ctx, "subnets", sub.ID, sub.Tags, desired)
+		if err != nil {
 			return nil, err
 		}
+		taggedSubnet(sub, tags)
 		made = true
 	}
 	out := toNetwork(net, sub)
@@ -865,6 +939,12 @@ func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gatewa
 		"oldGateway", cur.Gateway, "gateway", s.GatewayIP)
 	out := cur
 	out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
+	out.ObservedSubnet = observeSubnet(s)
+	if cur.Observed != nil {
+		n := cur.Observed.DeepCopy()
+		n.RevisionNumber++ // an updated subnet revises its network
+		out.Observed = n
+	}
 	return &out, nil
 }
 
@@ -1008,17 +1088,22 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 	out.Existed = true
 	want := b.adoptTags(desired)
 	if !containsAll(n.Tags, want) {
-		if _, err := b.addTags(ctx, "networks", n.ID, n.Tags, want); err != nil {
+		tags, err := b.addTags(ctx, "networks", n.ID, n.Tags, want)
+		if err != nil {
 			return nil, err
 		}
+		n.tagged(tags)
 		out.Existed = false
 	}
 	if !containsAll(sub.Tags, want) {
-		if _, err := b.addTags(ctx, "subnets", sub.ID, sub.Tags, want); err != nil {
+		tags, err := b.addTags(ctx, "subnets", sub.ID, sub.Tags, want)
+		if err != nil {
 			return nil, err
 		}
+		taggedSubnet(sub, tags)
 		out.Existed = false
 	}
+	out.Observed, out.ObservedSubnet = observeNetwork(n), observeSubnet(sub)
 	if !out.Existed {
 		klog.FromContext(ctx).Info("Adopted Neutron network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
 			"networkID", n.ID, "subnetID", sub.ID)
@@ -1055,6 +1140,98 @@ func (b *Backend) Detach(ctx context.Context, n network.Network) error {
 		klog.FromContext(ctx).Info("Detached Neutron network: our tags removed, the network and subnet left", "uid", n.UID, "networkID", net.ID)
 	}
 	return nil
+}
+
+// Observe implements network.Backend: per batch of idsPerRequest network
+// IDs, one list of the networks (filtered by the IDs) and one of their
+// subnets (by the network IDs), any project's as for Import, the batches
+// one after the other: 2 requests per 100 Networks. Each network's subnet
+// is picked as Import picks it.
+func (b *Backend) Observe(ctx context.Context, want []network.Network) ([]network.Network, error) {
+	var ids []string
+	for _, w := range want {
+		if w.NetworkID != "" && !slices.Contains(ids, w.NetworkID) {
+			ids = append(ids, w.NetworkID)
+		}
+	}
+	nets := make(map[string]*neutronNetwork, len(ids))
+	subs := make(map[string][]subnets.Subnet, len(ids))
+	for batch := range slices.Chunk(ids, b.idsPerRequest) {
+		found, err := b.listByIDs(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			continue
+		}
+		foundIDs := make([]string, 0, len(found))
+		for i := range found {
+			nets[found[i].ID] = &found[i]
+			foundIDs = append(foundIDs, found[i].ID)
+		}
+		ss, err := b.subnetsOf(ctx, foundIDs)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			subs[s.NetworkID] = append(subs[s.NetworkID], s)
+		}
+	}
+	var out []network.Network
+	for _, w := range want {
+		n := nets[w.NetworkID]
+		if n == nil {
+			continue
+		}
+		sub, err := pickImported(subs[n.ID], w.CIDR)
+		if err != nil {
+			continue // Import says why
+		}
+		o := toNetwork(n, sub)
+		o.UID, o.Namespace, o.Name = w.UID, w.Namespace, w.Name
+		out = append(out, *o)
+	}
+	return out, nil
+}
+
+// byIDs filters a list of networks by several IDs: repeated id=
+// parameters, which networks.ListOpts (one ID) cannot express and
+// gophercloud's query builder writes for a slice.
+type byIDs struct {
+	IDs   []string `q:"id"`
+	Limit int      `q:"limit"`
+}
+
+func (o byIDs) ToNetworkListQuery() (string, error) {
+	q, err := gophercloud.BuildQueryString(o)
+	return q.String(), err
+}
+
+// byNetworkIDs filters a list of subnets by several network IDs.
+type byNetworkIDs struct {
+	NetworkIDs []string `q:"network_id"`
+	Limit      int      `q:"limit"`
+}
+
+func (o byNetworkIDs) ToSubnetListQuery() (string, error) {
+	q, err := gophercloud.BuildQueryString(o)
+	return q.String(), err
+}
+
+// listByIDs lists the networks of ids (at most idsPerRequest), any
+// project's the credentials see.
+func (b *Backend) listByIDs(ctx context.Context, ids []string) ([]neutronNetwork, error) {
+	ctx, done := b.turn(ctx)
+	defer done()
+	return listAll(ctx, b.timeout, "list networks by id", networks.List(b.client, byIDs{IDs: ids, Limit: b.pageSize}), extractNetworks)
+}
+
+// subnetsOf lists the subnets of the networks of ids (at most
+// idsPerRequest), any project's the credentials see.
+func (b *Backend) subnetsOf(ctx context.Context, ids []string) ([]subnets.Subnet, error) {
+	ctx, done := b.turn(ctx)
+	defer done()
+	return listAll(ctx, b.timeout, "list subnets by network id", subnets.List(b.client, byNetworkIDs{NetworkIDs: ids, Limit: b.pageSize}), subnets.ExtractSubnets)
 }
 
 // untag replaces the tags of a network or subnet with existing minus ours
@@ -1128,22 +1305,25 @@ func orNone(ids []string) string {
 // filtered by name and tags (any project's network the credentials see:
 // shared and external ones too), checked again here, since Neutron's
 // name match follows its database's collation (case-insensitive on MySQL).
-func (b *Backend) findImported(ctx context.Context, ref network.Ref) (*networks.Network, error) {
+func (b *Backend) findImported(ctx context.Context, ref network.Ref) (*neutronNetwork, error) {
 	op := "import " + ref.String()
 	if ref.NetworkID != "" {
 		rctx, cancel := b.request(ctx)
 		defer cancel()
-		n, err := networks.Get(rctx, b.client, ref.NetworkID).Extract()
-		return n, classify(op, err)
+		var n neutronNetwork
+		if err := networks.Get(rctx, b.client, ref.NetworkID).ExtractInto(&n); err != nil {
+			return nil, classify(op, err)
+		}
+		return &n, nil
 	}
 	lctx, done := b.turn(ctx)
 	defer done()
 	opts := networks.ListOpts{Name: ref.Name, Tags: strings.Join(ref.Tags, ",")}
-	all, err := listAll(lctx, b.timeout, "list networks", networks.List(b.client, opts), networks.ExtractNetworks)
+	all, err := listAll(lctx, b.timeout, "list networks", networks.List(b.client, opts), extractNetworks)
 	if err != nil {
 		return nil, err
 	}
-	var match *networks.Network
+	var match *neutronNetwork
 	var ids []string
 	for i := range all {
 		if ref.Matches(all[i].Name, all[i].Tags) {

@@ -925,3 +925,45 @@ func proxied(t *testing.T, opts neutron.Options) (context.Context, *neutrontest.
 	proxy := cloud.NewProxy(t)
 	return ctx, cloud, proxy, proxy.Backend(t, cloud, opts)
 }
+
+// TestObserveReadsInBatches: Observe reads its networks with one list of
+// networks and one of subnets per batch of IDs (here 2 a batch), as
+// Neutron's access log through the proxy counts them, and nothing else.
+func TestObserveReadsInBatches(t *testing.T) {
+	ctx, cloud, proxy, b := proxied(t, neutron.Options{})
+	neutron.SetIDsPerRequest(b, 2)
+	var want []network.Network
+	for i := range 5 {
+		n := cloud.AddNetwork(t, "", fmt.Sprintf("observed-%d", i), fmt.Sprintf("10.46.%d.0/24", i), fmt.Sprintf("10.46.%d.1", i))
+		want = append(want, network.Network{UID: uuid.NewUUID(), Namespace: "ns", Name: fmt.Sprintf("obs-%d", i), NetworkID: n.ID})
+	}
+	want = append(want, network.Network{UID: uuid.NewUUID(), Namespace: "ns", Name: "gone", NetworkID: "0b7a5f3e-5a1d-4c1e-9a57-2f1f3c0f6d13"})
+	before := proxy.Counts()
+	got, err := b.Observe(ctx, want)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if len(got) != 5 {
+		t.Fatalf("Observe returned %d networks, want the 5 there: %+v", len(got), got)
+	}
+	for i, n := range got {
+		if n.UID != want[i].UID || n.NetworkID != want[i].NetworkID || n.SubnetID == "" || n.CIDR != fmt.Sprintf("10.46.%d.0/24", i) {
+			t.Errorf("Observe[%d] = %+v, want %s's network with its subnet", i, n, want[i].Name)
+		}
+	}
+	counts := proxy.Counts()
+	requests := 0
+	for route, c := range counts {
+		if d := c - before[route]; d > 0 && strings.Contains(route, "/v2.0/") {
+			requests += d
+			if route != "GET /v2.0/networks" && route != "GET /v2.0/subnets" {
+				t.Errorf("Observe sent %d x %s", d, route)
+			}
+		}
+	}
+	// 6 IDs, 2 a batch: 3 lists of networks, 3 of subnets.
+	if n, s := counts["GET /v2.0/networks"]-before["GET /v2.0/networks"], counts["GET /v2.0/subnets"]-before["GET /v2.0/subnets"]; n != 3 || s != 3 {
+		t.Errorf("Observe of 6 IDs, 2 a batch, sent %d network lists and %d subnet lists, want 3 and 3", n, s)
+	}
+	t.Logf("Observe of 6 IDs, 2 a batch: %d Neutron requests", requests)
+}

@@ -63,6 +63,7 @@ func run() int {
 	conc := flag.String("concurrency", "1,4,16,64", "Client concurrencies of the limit phase.")
 	flag.IntVar(&cfg.NeutronNetworks, "neutron-networks", cfg.NeutronNetworks, "Networks per neutron case (real Neutron of TEST_OPENSTACK_DIR; `make bench` starts one); 0 skips the phase.")
 	flag.IntVar(&cfg.NeutronRestartNetworks, "neutron-restart-networks", cfg.NeutronRestartNetworks, "Converged Networks of the neutron phase's restart; 0 skips it.")
+	flag.IntVar(&cfg.NeutronImportNetworks, "neutron-import-networks", cfg.NeutronImportNetworks, "Networks made in Neutron beforehand and imported by ID, by Unmanaged and by Managed Networks, in the neutron phase's import case; 0 skips it.")
 	neutronWorkers := flag.String("neutron-workers", "1,4,16,64", "Worker counts (and direct-client concurrencies) of the neutron phase.")
 	skip := flag.String("skip", "", "Comma-separated phases not to run: "+strings.Join(phases, ", ")+" (for quick tuning runs).")
 	only := flag.String("only", "", "Comma-separated phases to run, every other one skipped (as -skip names them); the manager at N=0 always starts.")
