@@ -7,6 +7,7 @@ package neutronsmoke
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,8 +49,9 @@ func TestSmokeNeutronImport(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench run failed: %v", err)
 	}
-	if got := res.Steps[len(res.Steps)-1]; got.Name != "neutron" || got.Outcome != "done" {
-		t.Fatalf("the neutron step = %+v, want done", got)
+	i := slices.IndexFunc(res.Steps, func(s bench.Step) bool { return s.Name == "neutron" })
+	if i < 0 || res.Steps[i].Outcome != "done" {
+		t.Fatalf("steps = %+v, want the neutron step done", res.Steps)
 	}
 	if len(res.NeutronImport) != 2 {
 		t.Fatalf("import cases = %+v, want Unmanaged and Managed", res.NeutronImport)
