@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
@@ -70,8 +71,10 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		cutover:       cutover{drain: cfg.DNSDrain, now: time.Now},
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
+	requeue := func(key types.NamespacedName) { c.EnqueueKey(cache.ObjectName(key)) }
+	c.ingress.requeue, c.route.requeue = requeue, requeue
 	owned := cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwned,
+		AddFunc:    c.addOwned,
 		UpdateFunc: c.UnlessResync(c.enqueueOwned), // the Service's own resync re-checks it
 		DeleteFunc: c.enqueueOwned,
 	}
@@ -138,6 +141,49 @@ func (c *Controller) updateService(oldObj, newObj any) {
 		!serviceInputsEqual(oldSvc, newSvc) {
 		c.Enqueue(newObj)
 	}
+}
+
+// addOwned queues the Service of a new Ingress or HTTPRoute, unless the
+// object is this process's own create from the Service as it is, and the
+// Service has nothing of the other kind to move from or to: the sync it
+// would bring has nothing to do (the create made what the Service asks
+// for, and nothing waits for it to be ready). A cold start creates one
+// object per Service: this halves its syncs.
+func (c *Controller) addOwned(obj any) {
+	if !c.ownAdd(obj) {
+		c.enqueueOwned(obj)
+	}
+}
+
+// ownAdd reports whether the Add of obj is the event of this process's own
+// create (see writer.ownAdd), with no object of the other kind cached for
+// its Service.
+func (c *Controller) ownAdd(obj any) bool {
+	var key types.NamespacedName
+	var v objectVersion
+	var other cache.Indexer
+	var own func(types.NamespacedName, objectVersion, *corev1.Service) bool
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		key, v, own = types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, objectVersion{string(o.UID), o.ResourceVersion}, c.ingress.ownAdd
+		other, _ = c.gateway.routeCache()
+	case *gatewayv1.HTTPRoute:
+		key, v, own = types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, objectVersion{string(o.UID), o.ResourceVersion}, c.route.ownAdd
+		other = c.ingresses
+	default:
+		return false
+	}
+	name := cache.ObjectName(key)
+	if other != nil {
+		if _, exists, err := other.GetByKey(name.String()); err != nil || exists {
+			return false
+		}
+	}
+	svc, err := cached[*corev1.Service](c.services, name)
+	if err != nil {
+		return false
+	}
+	return own(key, v, svc)
 }
 
 // enqueueOwned queues the Service an Ingress or HTTPRoute belongs to: the

@@ -6,8 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -161,4 +164,100 @@ func TestCached(t *testing.T) {
 	if got, err := cached[*networkingv1.Ingress](indexer, key); got != nil || err == nil {
 		t.Errorf("cached(another kind) = %v, %v, want nil and an error", got, err)
 	}
+}
+
+// TestOwnCreateBringsNoSync: the informer's event for an object this
+// process created, unchanged, from the Service as cached, with nothing of
+// the other kind to move from, queues nothing (that sync would find nothing
+// to do), whether it comes after the create's answer or before it; any
+// difference queues the Service as before.
+func TestOwnCreateBringsNoSync(t *testing.T) {
+	// answering makes the fake API server answer a create with a UID and a
+	// version, as a real one does, after calling during(obj) while the
+	// create is in flight (during may be nil).
+	answering := func(f *syncFixture, during func(*networkingv1.Ingress) error) {
+		f.kube.PrependReactor("create", "ingresses", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			ing := a.(k8stesting.CreateAction).GetObject().(*networkingv1.Ingress)
+			ing.UID, ing.ResourceVersion = "ingress-uid", "7"
+			if during != nil {
+				if err := during(ing.DeepCopy()); err != nil {
+					return true, nil, err
+				}
+			}
+			return false, nil, nil
+		})
+	}
+	newService := func() *corev1.Service {
+		svc := service(nil, port("http", 80))
+		svc.UID, svc.ResourceVersion = "svc-uid", "1"
+		return svc
+	}
+	queued := func(f *syncFixture) bool { return f.c.Loop.Queue.Len() > 0 }
+
+	t.Run("after the answer", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			change func(f *syncFixture, svc *corev1.Service, ing *networkingv1.Ingress)
+			queued bool
+		}{
+			{name: "the object as created", change: func(*syncFixture, *corev1.Service, *networkingv1.Ingress) {}},
+			{name: "a later version of it", queued: true,
+				change: func(_ *syncFixture, _ *corev1.Service, ing *networkingv1.Ingress) { ing.ResourceVersion = "8" }},
+			{name: "another object of that name", queued: true,
+				change: func(_ *syncFixture, _ *corev1.Service, ing *networkingv1.Ingress) { ing.UID = "other" }},
+			{name: "the Service changed since", queued: true,
+				change: func(f *syncFixture, svc *corev1.Service, _ *networkingv1.Ingress) {
+					changed := svc.DeepCopy()
+					changed.ResourceVersion = "2"
+					if err := f.c.services.Update(changed); err != nil {
+						t.Fatal(err)
+					}
+				}},
+			{name: "an HTTPRoute of the Service is cached: a move", queued: true,
+				change: func(f *syncFixture, svc *corev1.Service, _ *networkingv1.Ingress) { f.addRoute(svc, acceptedAt(1)) }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				f := newSyncFixture(t)
+				answering(f, nil)
+				svc := newService()
+				f.syncExpecting(svc, []string{"create ingresses"})
+				ing, err := f.kube.NetworkingV1().Ingresses(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.change(f, svc, ing)
+				f.c.addOwned(ing)
+				if got := queued(f); got != tc.queued {
+					t.Errorf("queued = %v, want %v", got, tc.queued)
+				}
+			})
+		}
+	})
+
+	t.Run("before the answer, of the object created", func(t *testing.T) {
+		f := newSyncFixture(t)
+		answering(f, func(ing *networkingv1.Ingress) error { f.c.addOwned(ing); return nil })
+		f.syncExpecting(newService(), []string{"create ingresses"})
+		if queued(f) {
+			t.Error("the create's own event, come before its answer, queued the Service")
+		}
+		n := 0
+		f.c.ingress.created.Range(func(any, any) bool { n++; return true })
+		if n != 0 {
+			t.Errorf("%d creates remembered after their event came", n)
+		}
+	})
+
+	t.Run("before the answer, of another object: the create fails, the Service is queued", func(t *testing.T) {
+		f := newSyncFixture(t)
+		answering(f, func(ing *networkingv1.Ingress) error {
+			ing.UID = "someone-else"
+			f.c.addOwned(ing)
+			return apierrors.NewAlreadyExists(networkingv1.Resource("ingresses"), ing.Name)
+		})
+		f.syncExpecting(newService(), []string{"create ingresses"})
+		if !queued(f) {
+			t.Error("the event of someone else's object, held during the create, was lost")
+		}
+	})
 }

@@ -90,7 +90,22 @@ type writer[T object, AC any] struct {
 	// (see createdAs). One entry per create in flight, a few dozen bytes: a
 	// cold start holds one per Service until the informer events come back.
 	created sync.Map // types.NamespacedName -> createdObject
+	// mu guards pending: per object name, the create in flight, and the
+	// informer's first event of that name if it came before the create's
+	// answer (then the answer tells whether the event was its own object).
+	mu      sync.Mutex
+	pending map[types.NamespacedName]*pendingCreate
+	// requeue queues the Service of a name whose held event the create's
+	// answer does not explain (nil: none, in tests of the writer alone).
+	requeue func(types.NamespacedName)
 }
+
+// pendingCreate is a create in flight, and the event of its name the
+// informer delivered meanwhile (nil: none yet).
+type pendingCreate struct{ seen *objectVersion }
+
+// objectVersion identifies one version of one object.
+type objectVersion struct{ uid, resourceVersion string }
 
 // createdObject is what a create answered, and the Service version the
 // created object was made from.
@@ -108,7 +123,8 @@ type writeReasons struct{ created, updated, deleted, exists string }
 func newWriter[T object, AC any](kind string, reasons writeReasons, client func(namespace string) typedClient[T], fieldManager string,
 	newApplyConfiguration func(name, namespace string) *AC, extract func(T, string) (*AC, error), clearStatus func(*AC)) *writer[T, AC] {
 	return &writer[T, AC]{kind: kind, reasons: reasons, client: client, fieldManager: fieldManager,
-		newApplyConfiguration: newApplyConfiguration, extract: extract, clearStatus: clearStatus}
+		newApplyConfiguration: newApplyConfiguration, extract: extract, clearStatus: clearStatus,
+		pending: map[types.NamespacedName]*pendingCreate{}}
 }
 
 // applyConfiguration returns the server-side-apply configuration of
@@ -253,8 +269,62 @@ func (w *writer[T, AC]) createdAs(live T, svc *corev1.Service) bool {
 // gone).
 func (w *writer[T, AC]) forget(key types.NamespacedName) { w.created.Delete(key) }
 
-func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired T, r *report) error {
+// ownAdd reports whether the informer's Add of key at version v is an
+// event of this process's own create from svc's current version, which
+// brings no sync: it is held while the create is in flight (the create's
+// answer then judges it, see create), or it matches the create's answer
+// (which is then forgotten). svc is the Service of key as cached (nil:
+// none).
+func (w *writer[T, AC]) ownAdd(key types.NamespacedName, v objectVersion, svc *corev1.Service) bool {
+	w.mu.Lock()
+	if p, ok := w.pending[key]; ok && p.seen == nil {
+		p.seen = &v
+		w.mu.Unlock()
+		return true
+	}
+	w.mu.Unlock()
+	made, ok := w.created.Load(key)
+	if !ok {
+		return false
+	}
+	c := made.(createdObject)
+	if c.uid != v.uid || c.resourceVersion != v.resourceVersion || svc == nil ||
+		string(svc.UID) != c.serviceUID || svc.ResourceVersion != c.serviceVersion {
+		return false
+	}
+	return w.created.CompareAndDelete(key, made)
+}
+
+// send sends the create of desired, as pending for ownAdd, and returns its
+// answer and whether an event of its name held meanwhile was its own.
+// When it was not (or the create failed), the Service is queued again: the
+// event it held is handled by that sync.
+func (w *writer[T, AC]) send(ctx context.Context, desired T) (T, bool, error) {
+	key := types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}
+	p := &pendingCreate{}
+	w.mu.Lock()
+	w.pending[key] = p
+	w.mu.Unlock()
 	obj, err := w.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{FieldManager: w.fieldManager})
+	w.mu.Lock()
+	delete(w.pending, key)
+	seen := p.seen
+	w.mu.Unlock()
+	if seen == nil {
+		return obj, false, err
+	}
+	var zero T
+	if err == nil && obj != zero && string(obj.GetUID()) == seen.uid && obj.GetResourceVersion() == seen.resourceVersion {
+		return obj, true, nil
+	}
+	if w.requeue != nil {
+		w.requeue(key)
+	}
+	return obj, false, err
+}
+
+func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired T, r *report) error {
+	obj, seen, err := w.send(ctx, desired)
 	if apierrors.IsAlreadyExists(err) {
 		klog.FromContext(ctx).V(2).Info(w.kind+" exists already; waiting for it to reach the cache", w.logKey(), klog.KObj(desired))
 		return nil
@@ -263,7 +333,7 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 		return fmt.Errorf("creating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	var zero T
-	if obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" && svc.ResourceVersion != "" {
+	if !seen && obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" && svc.ResourceVersion != "" {
 		w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}, createdObject{
 			uid: string(obj.GetUID()), resourceVersion: obj.GetResourceVersion(),
 			serviceUID: string(svc.UID), serviceVersion: svc.ResourceVersion,

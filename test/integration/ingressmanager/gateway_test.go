@@ -330,7 +330,7 @@ func TestRouteForAnnotatedService(t *testing.T) {
 		t.Errorf("rule = %+v -> %+v, want PathPrefix / -> my-nginx:80", m, b)
 	}
 	e.waitEvent("my-nginx", corev1.EventTypeNormal, "HTTPRouteCreated", "my-nginx")
-	e.waitSynced("my-nginx", 2)
+	e.waitSynced("my-nginx", 1)
 	if n := e.writes.Writes("httproutes"); n != 1 {
 		t.Errorf("httproute writes = %d, want exactly 1 (%s)", n, e.writes)
 	}

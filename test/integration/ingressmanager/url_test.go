@@ -37,7 +37,7 @@ func TestURLWrittenOnceServed(t *testing.T) {
 	e := setup(t, func(o *app.Options) { o.IngressMoveDNSDrain = 0 })
 	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "team": "shop"}))
 	e.waitIngress("web", "the Ingress", nil)
-	e.waitSynced("web", 2)
+	e.waitSynced("web", 1)
 	e.waitURL("web", "")
 
 	e.setIngressAddress("web")
@@ -88,7 +88,7 @@ func TestURLAnnotationFlag(t *testing.T) {
 			e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
 			e.waitIngress("web", "the Ingress", nil)
 			e.setIngressAddress("web")
-			e.waitSynced("web", 3)
+			e.waitSynced("web", 2) // the create, the address
 			framework.Eventually(t, framework.Timeout, "the URL under "+key, func(ctx context.Context) (bool, error) {
 				svc, err := e.client.CoreV1().Services(e.ns).Get(ctx, "web", metav1.GetOptions{})
 				if err != nil {
