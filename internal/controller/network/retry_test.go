@@ -92,11 +92,16 @@ func TestOwnStatusWriteNeverRequeues(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		client, _ := versionedClient(newNetwork("bad", "u-bad", "10.0.0.0/24", "10.0.0.1"))
+		client, _ := versionedClient()
 		factory := externalversionsFactory(client)
 		mem := memory.New()
 		var attempts atomic.Int64
+		scanned := make(chan struct{})
+		var once sync.Once
 		mem.SetFault(func(_ context.Context, op memory.Op, uid types.UID) error {
+			if op == memory.OpList {
+				once.Do(func() { close(scanned) })
+			}
 			if op == memory.OpCreate && uid == "u-bad" {
 				n := attempts.Add(1)
 				return network.Permanent("create network", samplecrdv1.ReasonBackendRejected, fmt.Errorf("refused (request id req-%d)", n))
@@ -104,6 +109,19 @@ func TestOwnStatusWriteNeverRequeues(t *testing.T) {
 			return nil
 		})
 		done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(1000), network.Options{Backend: mem})
+		// The first backend scan queues every provisioned Network whose
+		// backend network is missing, as a rejected one's is: the Network
+		// comes once the scan listed the backend (and, unprovisioned,
+		// would be skipped by it anyway), so that only its own status
+		// write could queue it again.
+		select {
+		case <-scanned:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no backend scan within 30s")
+		}
+		if err := client.Tracker().Add(newNetwork("bad", "u-bad", "10.0.0.0/24", "10.0.0.1")); err != nil {
+			t.Fatal(err)
+		}
 		waitForReady(ctx, t, client, "bad", func(c *metav1.Condition) bool { return c.Reason == samplecrdv1.ReasonBackendRejected })
 		// Its status write's event is delivered before the add of a second
 		// Network, and the one worker takes keys in order: once the second
