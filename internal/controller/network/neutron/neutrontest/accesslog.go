@@ -58,14 +58,21 @@ func (r Request) IsList(managedBy string) bool {
 // request line and the status.
 var accessLine = regexp.MustCompile(`neutron\.wsgi \[([^\]]*)\] \S+ "(\S+) (\S+) HTTP/[0-9.]+" status: (\d+)`)
 
-// AccessLog returns Neutron's access log from its current end on.
+// AccessLog returns Neutron's access log from its current end on, once
+// every request answered before the call is in it (see Reset): Neutron
+// writes a request's line after its answer, so a line of a request made
+// just before would otherwise land after the start and be counted.
 func (c *Cloud) AccessLog() (*AccessLog, error) {
 	path := filepath.Join(c.Dir, "neutron-server.log")
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("neutron's access log: %w", err)
 	}
-	return &AccessLog{cloud: c, path: path, offset: fi.Size()}, nil
+	l := &AccessLog{cloud: c, path: path, offset: fi.Size()}
+	if err := l.Reset(context.Background()); err != nil {
+		return nil, fmt.Errorf("neutron's access log: %w", err)
+	}
+	return l, nil
 }
 
 // Requests returns the requests Neutron logged since l was made (or last
