@@ -34,6 +34,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=samplecrd.k8s.io, Version=v1
 	case v1.SchemeGroupVersion.WithKind("AllocationPool"):
 		return &samplecrdv1.AllocationPoolApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("AllocationPoolSpec"):
+		return &samplecrdv1.AllocationPoolSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("HostRoute"):
+		return &samplecrdv1.HostRouteApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("HostRouteObservation"):
+		return &samplecrdv1.HostRouteObservationApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Network"):
 		return &samplecrdv1.NetworkApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("NetworkFilter"):

@@ -46,6 +46,9 @@ type Network struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.managementPolicy) ? self.managementPolicy : 'Managed') == (has(oldSelf.managementPolicy) ? oldSelf.managementPolicy : 'Managed')",message="managementPolicy is immutable: delete the Network and create it again with the new policy (a Managed Network with onDelete: Detach leaves its Neutron network in place when deleted, so it can be imported again)",fieldPath=".managementPolicy"
 // +kubebuilder:validation:XValidation:rule="has(self.import) == has(oldSelf.import)",message="import is immutable: delete the Network and create it again with the import it should have",fieldPath=".import"
 // +kubebuilder:validation:XValidation:rule="has(self.cidr) == has(oldSelf.cidr)",message="cidr is immutable: Neutron cannot change a subnet's CIDR; delete the Network and create it again with the new cidr",fieldPath=".cidr"
+// +kubebuilder:validation:XValidation:rule="!has(self.managementPolicy) || self.managementPolicy != 'Unmanaged' || !(has(self.description) || has(self.tags) || has(self.mtu) || has(self.adminStateUp) || has(self.enableDHCP) || has(self.dnsNameservers) || has(self.allocationPools) || has(self.hostRoutes))",message="an Unmanaged Network never writes to Neutron: remove description, tags, mtu, adminStateUp, enableDHCP, dnsNameservers, allocationPools and hostRoutes, or use managementPolicy: Managed",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.allocationPools) || !has(self.cidr) || !isCIDR(self.cidr) || self.allocationPools.all(p, isIP(p.start) && isIP(p.end) && cidr(self.cidr).containsIP(p.start) && cidr(self.cidr).containsIP(p.end))",message="every allocation pool must start and end inside cidr: give addresses of the subnet's range",fieldPath=".allocationPools",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !isCIDR(self.cidr) || ((!has(self.dnsNameservers) || self.dnsNameservers.all(a, !isIP(a) || ip(a).family() == cidr(self.cidr).ip().family())) && (!has(self.hostRoutes) || self.hostRoutes.all(r, !isCIDR(r.destination) || !isIP(r.nexthop) || (cidr(r.destination).ip().family() == cidr(self.cidr).ip().family() && ip(r.nexthop).family() == cidr(self.cidr).ip().family()))))",message="dnsNameservers and hostRoutes must be of the cidr's IP family (Neutron refuses the others): use IPv4 addresses with an IPv4 cidr, IPv6 with IPv6",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !has(self.gateway) || !isCIDR(self.cidr) || !isIP(self.gateway) || ip(self.gateway).family() == cidr(self.cidr).ip().family()",messageExpression="'gateway ' + self.gateway + (ip(self.gateway).family() == 4 ? ' is an IPv4 address but cidr ' : ' is an IPv6 address but cidr ') + self.cidr + (ip(self.gateway).family() == 4 ? ' is an IPv6 network' : ' is an IPv4 network') + ': use a gateway of the same family, inside the cidr'",fieldPath=".gateway",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !has(self.gateway) || !isCIDR(self.cidr) || !isIP(self.gateway) || ip(self.gateway).family() != cidr(self.cidr).ip().family() || cidr(self.cidr).containsIP(ip(self.gateway))",messageExpression="'gateway ' + self.gateway + ' is outside cidr ' + self.cidr + ': use an address inside the cidr'",fieldPath=".gateway",reason=FieldValueInvalid
 type NetworkSpec struct {
@@ -101,6 +104,112 @@ type NetworkSpec struct {
 	//
 	// +optional
 	OnDelete OnDeletePolicy `json:"onDelete,omitempty"`
+
+	// The optional settings below are Neutron's own fields of the network
+	// and subnet. Each one that is set is kept as the spec says: written at
+	// create, updated in place when edited, and repaired when changed in
+	// Neutron; one left unset is whatever Neutron has (its default, or
+	// what someone set there). Unsetting one leaves Neutron's value as it
+	// is. Only for Managed Networks.
+
+	// Description is added to the Neutron description of the network and
+	// subnet (after the controller's own text naming the Network; an
+	// adopted network's description becomes this text).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Description *string `json:"description,omitempty"`
+
+	// Tags are Neutron tags put on the network and subnet, besides the
+	// controller's own (k8s-network-uid=..., managed-by=...). When set,
+	// they are the network's and subnet's exact tags besides ours: a tag
+	// removed from the list is removed in Neutron; [] removes every tag
+	// but ours. Tags starting with k8s- or managed-by= are the
+	// controller's and refused.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=60
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('k8s-') && !self.startsWith('managed-by=')",messageExpression="'tag ' + self + ' uses a prefix the controller keeps for its own tags (k8s-, managed-by=): pick another tag'"
+	// +kubebuilder:validation:items:XValidation:rule="!self.contains(',')",messageExpression="'tag ' + self + ' contains a comma, which Neutron tag filters cannot match: remove it'"
+	Tags []string `json:"tags,omitempty"`
+
+	// MTU is the network's MTU (Neutron's net-mtu-writable extension).
+	// Neutron refuses one larger than its physical network or tunnel
+	// allows (a BackendRejected condition says so).
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=68
+	// +kubebuilder:validation:Maximum=9216
+	MTU *int32 `json:"mtu,omitempty"`
+
+	// AdminStateUp is the network's administrative state.
+	//
+	// +optional
+	AdminStateUp *bool `json:"adminStateUp,omitempty"`
+
+	// EnableDHCP turns the subnet's DHCP on or off.
+	//
+	// +optional
+	EnableDHCP *bool `json:"enableDHCP,omitempty"`
+
+	// DNSNameservers are the subnet's DNS servers, in the order clients try
+	// them: IP addresses of the cidr's family, in canonical form. [] removes
+	// them all.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:MaxLength=39
+	// +kubebuilder:validation:items:XValidation:rule="isIP(self) && ip.isCanonical(self)",messageExpression="'dns nameserver ' + self + ' must be an IP address in canonical form, such as 192.168.0.53 or fd00:10::53'"
+	DNSNameservers []string `json:"dnsNameservers,omitempty"`
+
+	// AllocationPools are the address ranges the subnet hands out, inside
+	// cidr and without the gateway (Neutron refuses a gateway inside a
+	// pool, or overlapping pools). Unset, Neutron allocates every address
+	// of cidr but the gateway, and a changed gateway moves the pools with
+	// it.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	AllocationPools []AllocationPoolSpec `json:"allocationPools,omitempty"`
+
+	// HostRoutes are the routes the subnet's DHCP hands out. [] removes
+	// them all.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	HostRoutes []HostRoute `json:"hostRoutes,omitempty"`
+}
+
+// AllocationPoolSpec is a range of addresses, first and last included,
+// in canonical form.
+//
+// +kubebuilder:validation:XValidation:rule="!isIP(self.start) || !isIP(self.end) || ip(self.start).family() == ip(self.end).family()",message="an allocation pool starts and ends in the same IP family"
+type AllocationPoolSpec struct {
+	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip.isCanonical(self)",messageExpression="'allocation pool start ' + self + ' must be an IP address in canonical form'"
+	Start string `json:"start"`
+	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip.isCanonical(self)",messageExpression="'allocation pool end ' + self + ' must be an IP address in canonical form'"
+	End string `json:"end"`
+}
+
+// HostRoute is a route a subnet's DHCP hands out: traffic to destination
+// goes through nexthop.
+type HostRoute struct {
+	// Destination is a network in canonical CIDR notation.
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && string(cidr(self)) == self && cidr(self) == cidr(self).masked()",messageExpression="'host route destination ' + self + ' must be a network in canonical CIDR notation (host bits zero), such as 10.20.0.0/16'"
+	Destination string `json:"destination"`
+	// Nexthop is an IP address in canonical form.
+	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip.isCanonical(self)",messageExpression="'host route nexthop ' + self + ' must be an IP address in canonical form'"
+	Nexthop string `json:"nexthop"`
 }
 
 // ManagementPolicy is Managed or Unmanaged (see NetworkSpec.ManagementPolicy).
@@ -176,6 +285,13 @@ func (s *NetworkSpec) Policy() ManagementPolicy {
 	return s.ManagementPolicy
 }
 
+// HasSettings reports whether the spec sets any of the optional network
+// and subnet settings.
+func (s *NetworkSpec) HasSettings() bool {
+	return s.Description != nil || s.Tags != nil || s.MTU != nil || s.AdminStateUp != nil || s.EnableDHCP != nil ||
+		s.DNSNameservers != nil || s.AllocationPools != nil || s.HostRoutes != nil
+}
+
 // Detach reports whether deleting the Network leaves its Neutron network.
 func (s *NetworkSpec) Detach() bool { return s.OnDelete == OnDeleteDetach }
 
@@ -240,6 +356,9 @@ type NetworkObservation struct {
 	External bool `json:"external,omitempty"`
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
+	Description string `json:"description,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
 	ProjectID string `json:"projectID,omitempty"`
 	// +optional
 	// +listType=atomic
@@ -278,7 +397,27 @@ type SubnetObservation struct {
 	// +kubebuilder:validation:MaxItems=64
 	AllocationPools []AllocationPool `json:"allocationPools,omitempty"`
 	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	HostRoutes []HostRouteObservation `json:"hostRoutes,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Description string `json:"description,omitempty"`
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=255
+	Tags []string `json:"tags,omitempty"`
+	// +optional
 	RevisionNumber int64 `json:"revisionNumber,omitempty"`
+}
+
+// HostRouteObservation is a host route of a subnet as Neutron holds it.
+type HostRouteObservation struct {
+	// +kubebuilder:validation:MaxLength=43
+	Destination string `json:"destination"`
+	// +kubebuilder:validation:MaxLength=39
+	Nexthop string `json:"nexthop"`
 }
 
 // AllocationPool is a range of addresses a subnet hands out.

@@ -3,6 +3,7 @@ package v1
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -14,6 +15,16 @@ const (
 	MaxCIDRLength = 43
 	// MaxGatewayLength is the longest canonical IP address (IPv6, 39).
 	MaxGatewayLength = 39
+	// MaxDescriptionLength is the longest spec.description: with the
+	// controller's own text it fits Neutron's 255 characters.
+	MaxDescriptionLength = 128
+	// MaxTagLength is the longest tag: the limit of older Neutron
+	// releases.
+	MaxTagLength = 60
+
+	maxDNSNameservers  = 5
+	maxAllocationPools = 16
+	maxHostRoutes      = 32
 )
 
 // ValidateSpec checks spec the way the API server does (the CRD's OpenAPI and
@@ -65,6 +76,8 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 		gwOK = true
 	}
 
+	errs = append(errs, validateSettings(spec, p, prefix, cidrOK)...)
+
 	if cidrOK && gwOK {
 		switch {
 		case family(addr) != family(prefix.Addr()):
@@ -74,6 +87,92 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 		case !prefix.Contains(addr):
 			errs = append(errs, field.Invalid(gwPath, spec.Gateway,
 				fmt.Sprintf("gateway %s is outside cidr %s: use an address inside the cidr", spec.Gateway, spec.CIDR)))
+		}
+	}
+	return errs
+}
+
+// validateSettings checks the optional network and subnet settings as
+// the CRD's rules do; prefix is the cidr when cidrOK.
+func validateSettings(spec NetworkSpec, p *field.Path, prefix netip.Prefix, cidrOK bool) field.ErrorList {
+	var errs field.ErrorList
+	if spec.Policy() == ManagementPolicyUnmanaged && spec.HasSettings() {
+		errs = append(errs, field.Forbidden(p, unmanagedSettings))
+	}
+	if spec.Description != nil && len(*spec.Description) > MaxDescriptionLength {
+		errs = append(errs, field.TooLong(p.Child("description"), "", MaxDescriptionLength))
+	}
+	tp := p.Child("tags")
+	if len(spec.Tags) > maxFilterTags {
+		errs = append(errs, field.TooMany(tp, len(spec.Tags), maxFilterTags))
+	}
+	seen := map[string]bool{}
+	for i, tag := range spec.Tags {
+		switch {
+		case tag == "":
+			errs = append(errs, field.Required(tp.Index(i), "a tag cannot be empty"))
+		case len(tag) > MaxTagLength:
+			errs = append(errs, field.TooLong(tp.Index(i), "", MaxTagLength))
+		case strings.HasPrefix(tag, "k8s-") || strings.HasPrefix(tag, "managed-by="):
+			errs = append(errs, field.Invalid(tp.Index(i), tag, "tag "+tag+" uses a prefix the controller keeps for its own tags (k8s-, managed-by=): pick another tag"))
+		case strings.Contains(tag, ","):
+			errs = append(errs, field.Invalid(tp.Index(i), tag, "tag "+tag+" contains a comma, which Neutron tag filters cannot match: remove it"))
+		case seen[tag]:
+			errs = append(errs, field.Duplicate(tp.Index(i), tag))
+		}
+		seen[tag] = true
+	}
+	if spec.MTU != nil && (*spec.MTU < 68 || *spec.MTU > 9216) {
+		errs = append(errs, field.Invalid(p.Child("mtu"), *spec.MTU, "mtu must be between 68 and 9216"))
+	}
+	familyOK := func(a netip.Addr) bool { return !cidrOK || family(a) == family(prefix.Addr()) }
+	const familyMsg = "dnsNameservers and hostRoutes must be of the cidr's IP family (Neutron refuses the others): use IPv4 addresses with an IPv4 cidr, IPv6 with IPv6"
+	dp := p.Child("dnsNameservers")
+	if len(spec.DNSNameservers) > maxDNSNameservers {
+		errs = append(errs, field.TooMany(dp, len(spec.DNSNameservers), maxDNSNameservers))
+	}
+	for i, a := range spec.DNSNameservers {
+		addr, err := parseIP(a)
+		switch {
+		case err != nil || addr.String() != a:
+			errs = append(errs, field.Invalid(dp.Index(i), a, "dns nameserver "+a+" must be an IP address in canonical form, such as 192.168.0.53 or fd00:10::53"))
+		case !familyOK(addr):
+			errs = append(errs, field.Invalid(p, a, familyMsg))
+		}
+	}
+	pp := p.Child("allocationPools")
+	if len(spec.AllocationPools) > maxAllocationPools {
+		errs = append(errs, field.TooMany(pp, len(spec.AllocationPools), maxAllocationPools))
+	}
+	for i, pool := range spec.AllocationPools {
+		start, err1 := parseIP(pool.Start)
+		end, err2 := parseIP(pool.End)
+		switch {
+		case err1 != nil || start.String() != pool.Start:
+			errs = append(errs, field.Invalid(pp.Index(i).Child("start"), pool.Start, "allocation pool start "+pool.Start+" must be an IP address in canonical form"))
+		case err2 != nil || end.String() != pool.End:
+			errs = append(errs, field.Invalid(pp.Index(i).Child("end"), pool.End, "allocation pool end "+pool.End+" must be an IP address in canonical form"))
+		case family(start) != family(end):
+			errs = append(errs, field.Invalid(pp.Index(i), pool.Start+"-"+pool.End, "an allocation pool starts and ends in the same IP family"))
+		case cidrOK && (!prefix.Contains(start) || !prefix.Contains(end)):
+			errs = append(errs, field.Invalid(pp, pool.Start+"-"+pool.End, "every allocation pool must start and end inside cidr: give addresses of the subnet's range"))
+		}
+	}
+	rp := p.Child("hostRoutes")
+	if len(spec.HostRoutes) > maxHostRoutes {
+		errs = append(errs, field.TooMany(rp, len(spec.HostRoutes), maxHostRoutes))
+	}
+	for i, r := range spec.HostRoutes {
+		dst, err1 := parseCIDR(r.Destination)
+		hop, err2 := parseIP(r.Nexthop)
+		switch {
+		case err1 != nil || dst.String() != r.Destination || dst.Masked() != dst:
+			errs = append(errs, field.Invalid(rp.Index(i).Child("destination"), r.Destination,
+				"host route destination "+r.Destination+" must be a network in canonical CIDR notation (host bits zero), such as 10.20.0.0/16"))
+		case err2 != nil || hop.String() != r.Nexthop:
+			errs = append(errs, field.Invalid(rp.Index(i).Child("nexthop"), r.Nexthop, "host route nexthop "+r.Nexthop+" must be an IP address in canonical form"))
+		case !familyOK(dst.Addr()) || !familyOK(hop):
+			errs = append(errs, field.Invalid(p, r.Destination, familyMsg))
 		}
 	}
 	return errs
@@ -152,6 +251,7 @@ const (
 	importNeither        = "import needs networkID or filter: set networkID to the Neutron network's ID, or filter to its exact name and/or tags"
 	cidrRequired         = "cidr is required unless import is set: give the network's address range, such as 192.168.0.0/16, or import an existing Neutron network"
 	gatewayRequired      = "gateway is required unless import is set: give the subnet's gateway, such as 192.168.0.1, or import an existing Neutron network"
+	unmanagedSettings    = "an Unmanaged Network never writes to Neutron: remove description, tags, mtu, adminStateUp, enableDHCP, dnsNameservers, allocationPools and hostRoutes, or use managementPolicy: Managed"
 	emptyFilter          = "filter must set name or tags: an empty filter would match every network; give the network's exact name and/or tags it carries"
 )
 

@@ -72,6 +72,34 @@ var specCases = []struct {
 		wantErr: []string{"spec.managementPolicy", `"Managed", "Unmanaged"`}},
 	{name: "unknown ondelete", spec: NetworkSpec{OnDelete: "Orphan", CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"},
 		wantErr: []string{"spec.onDelete", `"Delete", "Detach"`}},
+	{name: "every setting", spec: withSettings(NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1"})},
+	{name: "settings emptied", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", Tags: []string{}, DNSNameservers: []string{}, HostRoutes: []HostRoute{}}},
+	{name: "settings on a managed import", spec: withSettings(NetworkSpec{Import: &NetworkImport{NetworkID: "n1"}})},
+	{name: "settings on unmanaged", spec: NetworkSpec{ManagementPolicy: ManagementPolicyUnmanaged, Import: &NetworkImport{NetworkID: "n1"}, EnableDHCP: ptr(false)},
+		wantErr: []string{"an Unmanaged Network never writes to Neutron: remove description"}},
+	{name: "tag with our prefix", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", Tags: []string{"k8s-network-uid=x"}},
+		wantErr: []string{"tag k8s-network-uid=x uses a prefix the controller keeps for its own tags"}},
+	{name: "tag managed-by", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", Tags: []string{"managed-by=me"}},
+		wantErr: []string{"tag managed-by=me uses a prefix the controller keeps"}},
+	{name: "tag with a comma", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", Tags: []string{"a,b"}},
+		wantErr: []string{"tag a,b contains a comma"}},
+	{name: "tag too long", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", Tags: []string{strings.Repeat("t", 61)}},
+		wantErr: []string{"spec.tags[0]"}},
+	{name: "mtu too small", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", MTU: ptr(int32(67))}, wantErr: []string{"spec.mtu"}},
+	{name: "dns not an ip", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", DNSNameservers: []string{"dns.example.com"}},
+		wantErr: []string{"dns nameserver dns.example.com must be an IP address in canonical form"}},
+	{name: "dns of the other family", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", DNSNameservers: []string{"fd00::53"}},
+		wantErr: []string{"dnsNameservers and hostRoutes must be of the cidr's IP family"}},
+	{name: "pool outside cidr", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", AllocationPools: []AllocationPoolSpec{{Start: "10.0.0.10", End: "10.0.1.20"}}},
+		wantErr: []string{"every allocation pool must start and end inside cidr"}},
+	{name: "pool not canonical", spec: NetworkSpec{CIDR: "fd00::/64", Gateway: "fd00::1", AllocationPools: []AllocationPoolSpec{{Start: "fd00::0010", End: "fd00::20"}}},
+		wantErr: []string{"allocation pool start fd00::0010 must be an IP address in canonical form"}},
+	{name: "route destination with host bits", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", HostRoutes: []HostRoute{{Destination: "10.20.0.1/16", Nexthop: "10.0.0.254"}}},
+		wantErr: []string{"host route destination 10.20.0.1/16 must be a network in canonical CIDR notation"}},
+	{name: "route nexthop not an ip", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", HostRoutes: []HostRoute{{Destination: "10.20.0.0/16", Nexthop: "router"}}},
+		wantErr: []string{"host route nexthop router must be an IP address in canonical form"}},
+	{name: "route of the other family", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", HostRoutes: []HostRoute{{Destination: "fd00:20::/64", Nexthop: "fd00::1"}}},
+		wantErr: []string{"dnsNameservers and hostRoutes must be of the cidr's IP family"}},
 	{name: "family mismatch v6 cidr", spec: NetworkSpec{CIDR: "fd00::/64", Gateway: "192.168.0.1"}, wantErr: []string{"gateway 192.168.0.1 is an IPv4 address but cidr fd00::/64 is an IPv6 network"}},
 }
 
@@ -127,4 +155,20 @@ func FuzzValidateSpec(f *testing.F) {
 			t.Fatalf("ValidateSpec and the CRD disagree on %+v:\nValidateSpec: %v\nCRD: %v", spec, err, apiErrs.ToAggregate())
 		}
 	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// withSettings returns spec with every optional setting set, valid for
+// 10.0.0.0/24 (or an import).
+func withSettings(spec NetworkSpec) NetworkSpec {
+	spec.Description = ptr("team a's build network")
+	spec.Tags = []string{"team=a", "env=ci"}
+	spec.MTU = ptr(int32(1400))
+	spec.AdminStateUp = ptr(true)
+	spec.EnableDHCP = ptr(false)
+	spec.DNSNameservers = []string{"10.0.0.53", "10.0.0.54"}
+	spec.AllocationPools = []AllocationPoolSpec{{Start: "10.0.0.10", End: "10.0.0.99"}}
+	spec.HostRoutes = []HostRoute{{Destination: "10.20.0.0/16", Nexthop: "10.0.0.254"}}
+	return spec
 }

@@ -32,6 +32,7 @@ type NetworkObservationApplyConfiguration struct {
 	Shared       *bool   `json:"shared,omitempty"`
 	// External is true for a network of the router:external extension.
 	External       *bool    `json:"external,omitempty"`
+	Description    *string  `json:"description,omitempty"`
 	ProjectID      *string  `json:"projectID,omitempty"`
 	Tags           []string `json:"tags,omitempty"`
 	RevisionNumber *int64   `json:"revisionNumber,omitempty"`
@@ -96,6 +97,14 @@ func (b *NetworkObservationApplyConfiguration) WithShared(value bool) *NetworkOb
 // If called multiple times, the External field is set to the value of the last call.
 func (b *NetworkObservationApplyConfiguration) WithExternal(value bool) *NetworkObservationApplyConfiguration {
 	b.External = &value
+	return b
+}
+
+// WithDescription sets the Description field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Description field is set to the value of the last call.
+func (b *NetworkObservationApplyConfiguration) WithDescription(value string) *NetworkObservationApplyConfiguration {
+	b.Description = &value
 	return b
 }
 

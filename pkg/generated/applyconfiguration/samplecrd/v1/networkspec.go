@@ -57,6 +57,38 @@ type NetworkSpecApplyConfiguration struct {
 	// only the controller's ownership tags and leaves both in place. Not
 	// allowed on an Unmanaged Network, which never touches Neutron.
 	OnDelete *samplecrdv1.OnDeletePolicy `json:"onDelete,omitempty"`
+	// Description is added to the Neutron description of the network and
+	// subnet (after the controller's own text naming the Network; an
+	// adopted network's description becomes this text).
+	Description *string `json:"description,omitempty"`
+	// Tags are Neutron tags put on the network and subnet, besides the
+	// controller's own (k8s-network-uid=..., managed-by=...). When set,
+	// they are the network's and subnet's exact tags besides ours: a tag
+	// removed from the list is removed in Neutron; [] removes every tag
+	// but ours. Tags starting with k8s- or managed-by= are the
+	// controller's and refused.
+	Tags []string `json:"tags,omitempty"`
+	// MTU is the network's MTU (Neutron's net-mtu-writable extension).
+	// Neutron refuses one larger than its physical network or tunnel
+	// allows (a BackendRejected condition says so).
+	MTU *int32 `json:"mtu,omitempty"`
+	// AdminStateUp is the network's administrative state.
+	AdminStateUp *bool `json:"adminStateUp,omitempty"`
+	// EnableDHCP turns the subnet's DHCP on or off.
+	EnableDHCP *bool `json:"enableDHCP,omitempty"`
+	// DNSNameservers are the subnet's DNS servers, in the order clients try
+	// them: IP addresses of the cidr's family, in canonical form. [] removes
+	// them all.
+	DNSNameservers []string `json:"dnsNameservers,omitempty"`
+	// AllocationPools are the address ranges the subnet hands out, inside
+	// cidr and without the gateway (Neutron refuses a gateway inside a
+	// pool, or overlapping pools). Unset, Neutron allocates every address
+	// of cidr but the gateway, and a changed gateway moves the pools with
+	// it.
+	AllocationPools []AllocationPoolSpecApplyConfiguration `json:"allocationPools,omitempty"`
+	// HostRoutes are the routes the subnet's DHCP hands out. [] removes
+	// them all.
+	HostRoutes []HostRouteApplyConfiguration `json:"hostRoutes,omitempty"`
 }
 
 // NetworkSpecApplyConfiguration constructs a declarative configuration of the NetworkSpec type for use with
@@ -102,5 +134,83 @@ func (b *NetworkSpecApplyConfiguration) WithImport(value *NetworkImportApplyConf
 // If called multiple times, the OnDelete field is set to the value of the last call.
 func (b *NetworkSpecApplyConfiguration) WithOnDelete(value samplecrdv1.OnDeletePolicy) *NetworkSpecApplyConfiguration {
 	b.OnDelete = &value
+	return b
+}
+
+// WithDescription sets the Description field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Description field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithDescription(value string) *NetworkSpecApplyConfiguration {
+	b.Description = &value
+	return b
+}
+
+// WithTags adds the given value to the Tags field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Tags field.
+func (b *NetworkSpecApplyConfiguration) WithTags(values ...string) *NetworkSpecApplyConfiguration {
+	for i := range values {
+		b.Tags = append(b.Tags, values[i])
+	}
+	return b
+}
+
+// WithMTU sets the MTU field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MTU field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithMTU(value int32) *NetworkSpecApplyConfiguration {
+	b.MTU = &value
+	return b
+}
+
+// WithAdminStateUp sets the AdminStateUp field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AdminStateUp field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithAdminStateUp(value bool) *NetworkSpecApplyConfiguration {
+	b.AdminStateUp = &value
+	return b
+}
+
+// WithEnableDHCP sets the EnableDHCP field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the EnableDHCP field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithEnableDHCP(value bool) *NetworkSpecApplyConfiguration {
+	b.EnableDHCP = &value
+	return b
+}
+
+// WithDNSNameservers adds the given value to the DNSNameservers field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the DNSNameservers field.
+func (b *NetworkSpecApplyConfiguration) WithDNSNameservers(values ...string) *NetworkSpecApplyConfiguration {
+	for i := range values {
+		b.DNSNameservers = append(b.DNSNameservers, values[i])
+	}
+	return b
+}
+
+// WithAllocationPools adds the given value to the AllocationPools field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AllocationPools field.
+func (b *NetworkSpecApplyConfiguration) WithAllocationPools(values ...*AllocationPoolSpecApplyConfiguration) *NetworkSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAllocationPools")
+		}
+		b.AllocationPools = append(b.AllocationPools, *values[i])
+	}
+	return b
+}
+
+// WithHostRoutes adds the given value to the HostRoutes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the HostRoutes field.
+func (b *NetworkSpecApplyConfiguration) WithHostRoutes(values ...*HostRouteApplyConfiguration) *NetworkSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHostRoutes")
+		}
+		b.HostRoutes = append(b.HostRoutes, *values[i])
+	}
 	return b
 }

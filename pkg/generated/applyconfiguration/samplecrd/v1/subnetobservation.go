@@ -23,15 +23,18 @@ package v1
 //
 // SubnetObservation is a Neutron subnet as the controller last read it.
 type SubnetObservationApplyConfiguration struct {
-	ID              *string                            `json:"id,omitempty"`
-	Name            *string                            `json:"name,omitempty"`
-	CIDR            *string                            `json:"cidr,omitempty"`
-	GatewayIP       *string                            `json:"gatewayIP,omitempty"`
-	IPVersion       *int32                             `json:"ipVersion,omitempty"`
-	EnableDHCP      *bool                              `json:"enableDHCP,omitempty"`
-	DNSNameservers  []string                           `json:"dnsNameservers,omitempty"`
-	AllocationPools []AllocationPoolApplyConfiguration `json:"allocationPools,omitempty"`
-	RevisionNumber  *int64                             `json:"revisionNumber,omitempty"`
+	ID              *string                                  `json:"id,omitempty"`
+	Name            *string                                  `json:"name,omitempty"`
+	CIDR            *string                                  `json:"cidr,omitempty"`
+	GatewayIP       *string                                  `json:"gatewayIP,omitempty"`
+	IPVersion       *int32                                   `json:"ipVersion,omitempty"`
+	EnableDHCP      *bool                                    `json:"enableDHCP,omitempty"`
+	DNSNameservers  []string                                 `json:"dnsNameservers,omitempty"`
+	AllocationPools []AllocationPoolApplyConfiguration       `json:"allocationPools,omitempty"`
+	HostRoutes      []HostRouteObservationApplyConfiguration `json:"hostRoutes,omitempty"`
+	Description     *string                                  `json:"description,omitempty"`
+	Tags            []string                                 `json:"tags,omitempty"`
+	RevisionNumber  *int64                                   `json:"revisionNumber,omitempty"`
 }
 
 // SubnetObservationApplyConfiguration constructs a declarative configuration of the SubnetObservation type for use with
@@ -107,6 +110,37 @@ func (b *SubnetObservationApplyConfiguration) WithAllocationPools(values ...*All
 			panic("nil value passed to WithAllocationPools")
 		}
 		b.AllocationPools = append(b.AllocationPools, *values[i])
+	}
+	return b
+}
+
+// WithHostRoutes adds the given value to the HostRoutes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the HostRoutes field.
+func (b *SubnetObservationApplyConfiguration) WithHostRoutes(values ...*HostRouteObservationApplyConfiguration) *SubnetObservationApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHostRoutes")
+		}
+		b.HostRoutes = append(b.HostRoutes, *values[i])
+	}
+	return b
+}
+
+// WithDescription sets the Description field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Description field is set to the value of the last call.
+func (b *SubnetObservationApplyConfiguration) WithDescription(value string) *SubnetObservationApplyConfiguration {
+	b.Description = &value
+	return b
+}
+
+// WithTags adds the given value to the Tags field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Tags field.
+func (b *SubnetObservationApplyConfiguration) WithTags(values ...string) *SubnetObservationApplyConfiguration {
+	for i := range values {
+		b.Tags = append(b.Tags, values[i])
 	}
 	return b
 }
