@@ -60,6 +60,15 @@ type Backend interface {
 	// subnet (any more).
 	UpdateGateway(ctx context.Context, cur Network, gateway string) (*Network, error)
 
+	// Update makes the backend network of cur (as for UpdateGateway) hold
+	// desired: its subnet's gateway desired.Gateway, and the network and
+	// subnet every setting desired.Settings sets (see Settings), leaving
+	// the ones it does not set as they are. It writes only what differs
+	// from what the backend holds, and fails as UpdateGateway does. A
+	// setting the backend refuses is a permanent ReasonBackendRejected
+	// error.
+	Update(ctx context.Context, cur, desired Network) (*Network, error)
+
 	// Delete deletes the backend network and subnet of n.UID. Deleting what
 	// does not exist succeeds. Only n.UID identifies what to delete;
 	// n.Namespace and n.Name (from the Network, or from List) let a backend
@@ -168,6 +177,10 @@ type Network struct {
 	// NetworkID and SubnetID are the backend's IDs; SubnetID is empty when
 	// the subnet is missing.
 	NetworkID, SubnetID string
+	// Settings are, in what a caller passes, the settings the Network's
+	// spec sets (the create writes them; Update makes the backend hold
+	// them), and, in what a backend returns, what it holds of every one.
+	Settings Settings
 	// Existed is set in what Create and CreateNew return when they
 	// created (and marked) nothing: the network and its subnet were there,
 	// complete, before the call.
@@ -198,6 +211,7 @@ func Desired(obj *samplecrdv1.Network) Network {
 		CIDR:      obj.Spec.CIDR,
 		Gateway:   obj.Spec.Gateway,
 		NetworkID: obj.Status.NetworkID,
+		Settings:  SettingsOf(&obj.Spec),
 	}
 }
 
@@ -330,9 +344,9 @@ func Ensure(ctx context.Context, b Backend, desired Network, cur *Network, never
 			"backend subnet %s has cidr %s but the Network asks for %s: a subnet's CIDR cannot be changed; delete the Network and create it again",
 			cur.SubnetID, cur.CIDR, desired.CIDR))
 	}
-	if !SameIP(cur.Gateway, desired.Gateway) {
+	if !SameIP(cur.Gateway, desired.Gateway) || len(desired.Settings.Diff(cur.Settings)) > 0 {
 		var err error
-		if cur, err = b.UpdateGateway(ctx, *cur, desired.Gateway); err != nil {
+		if cur, err = b.Update(ctx, *cur, desired); err != nil {
 			return nil, action, err
 		}
 		if action == ActionNone {

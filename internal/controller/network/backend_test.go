@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
@@ -63,7 +64,7 @@ func TestDesiredAndNames(t *testing.T) {
 	n := &samplecrdv1.Network{Spec: samplecrdv1.NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.0.1"}}
 	n.Namespace, n.Name, n.UID = "default", "example-network", "uid-1"
 	want := Network{UID: "uid-1", Namespace: "default", Name: "example-network", CIDR: "192.168.0.0/16", Gateway: "192.168.0.1"}
-	if got := Desired(n); got != want {
+	if got := Desired(n); !reflect.DeepEqual(got, want) {
 		t.Errorf("Desired = %+v", got)
 	}
 	if got := DisplayName("default", "example-network"); got != "k8s-default-example-network" {

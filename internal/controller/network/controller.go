@@ -40,7 +40,8 @@ const Finalizer = "samplecrd.k8s.io/backend-cleanup"
 const (
 	// ReasonCreated (Normal): the backend network and subnet were created.
 	ReasonCreated = "BackendCreated"
-	// ReasonUpdated (Normal): the backend subnet's gateway was updated.
+	// ReasonUpdated (Normal): the backend network or subnet was updated to
+	// the spec (its gateway, or a setting).
 	ReasonUpdated = "BackendUpdated"
 	// ReasonDeleted (Normal): the backend network and subnet were deleted.
 	ReasonDeleted = "BackendDeleted"
@@ -403,8 +404,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		logger.Info("Created backend network", "networkID", got.NetworkID, "subnetID", got.SubnetID, "cidr", got.CIDR, "gateway", got.Gateway)
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonCreated, "Created backend network %s and subnet %s (%s, gateway %s)", got.NetworkID, got.SubnetID, got.CIDR, got.Gateway)
 	case ActionUpdated:
-		logger.Info("Updated backend gateway", "networkID", got.NetworkID, "subnetID", got.SubnetID, "gateway", got.Gateway)
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonUpdated, "Updated the gateway of subnet %s to %s", got.SubnetID, got.Gateway)
+		c.updated(ctx, cached, cur, got)
 	}
 	return c.setReady(ctx, cached, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned,
 		fmt.Sprintf("Network %s and subnet %s provisioned", got.NetworkID, got.SubnetID), got, false)
@@ -470,22 +470,31 @@ func (c *Controller) syncImport(ctx context.Context, cached *samplecrdv1.Network
 	if desired.Gateway == "" {
 		desired.Gateway = got.Gateway
 	}
+	before := got
 	got, action, err := Ensure(ctx, c.backend, desired, got, false)
 	if err != nil {
 		return c.failed(ctx, cached, got, err)
 	}
 	c.known.set(cached.UID, got)
 	if action == ActionUpdated {
-		logger.Info("Updated backend gateway", "networkID", got.NetworkID, "subnetID", got.SubnetID, "gateway", got.Gateway)
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonUpdated, "Updated the gateway of subnet %s to %s", got.SubnetID, got.Gateway)
+		c.updated(ctx, cached, before, got)
 	}
 	return c.setReady(ctx, cached, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned,
 		fmt.Sprintf("Network %s and subnet %s imported and provisioned", got.NetworkID, got.SubnetID), got, false)
 }
 
-// mismatch says how b differs from what spec sets of cidr and gateway, or
-// returns "".
+// mismatch says how b differs from what spec sets of cidr, gateway and
+// the optional settings, or returns "".
 func mismatch(b Network, spec samplecrdv1.NetworkSpec) string {
+	diffs := changes(b, spec)
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Subnet %s differs from the spec: %s", b.SubnetID, strings.Join(diffs, "; "))
+}
+
+// changes lists how b differs from what spec sets.
+func changes(b Network, spec samplecrdv1.NetworkSpec) []string {
 	var diffs []string
 	if spec.CIDR != "" && !SameCIDR(b.CIDR, spec.CIDR) {
 		diffs = append(diffs, fmt.Sprintf("cidr is %s in the backend, %s in the spec", b.CIDR, spec.CIDR))
@@ -493,10 +502,20 @@ func mismatch(b Network, spec samplecrdv1.NetworkSpec) string {
 	if spec.Gateway != "" && !SameIP(b.Gateway, spec.Gateway) {
 		diffs = append(diffs, fmt.Sprintf("gateway is %s in the backend, %s in the spec", orNull(b.Gateway), spec.Gateway))
 	}
-	if len(diffs) == 0 {
-		return ""
+	return append(diffs, SettingsOf(&spec).Diff(b.Settings)...)
+}
+
+// updated records an update of the backend network of cached: what
+// differed before it (cur, nil when not known) and what it holds now.
+func (c *Controller) updated(ctx context.Context, cached *samplecrdv1.Network, cur, got *Network) {
+	what := "the gateway and settings the spec sets"
+	if cur != nil {
+		if diffs := changes(*cur, cached.Spec); len(diffs) > 0 {
+			what = strings.Join(diffs, "; ")
+		}
 	}
-	return fmt.Sprintf("Subnet %s differs from the spec: %s", b.SubnetID, strings.Join(diffs, "; "))
+	klog.FromContext(ctx).Info("Updated backend network", "networkID", got.NetworkID, "subnetID", got.SubnetID, "gateway", got.Gateway, "was", what)
+	c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonUpdated, "Updated network %s and subnet %s (gateway %s) to the spec; before: %s", got.NetworkID, got.SubnetID, got.Gateway, what)
 }
 
 func orNull(s string) string {

@@ -30,6 +30,7 @@ const (
 	OpCreate        Op = "Create"
 	OpCreateSubnet  Op = "CreateSubnet" // fault hook only: between a Create's network and its subnet
 	OpUpdateGateway Op = "UpdateGateway"
+	OpUpdate        Op = "Update"
 	OpDelete        Op = "Delete"
 	OpList          Op = "List"
 	OpImport        Op = "Import"
@@ -86,22 +87,151 @@ func (o *Object) view() network.Network {
 	if o.Owned {
 		tags = append(slices.Clone(o.Tags), "k8s-network-uid="+string(o.UID), "managed-by="+network.ManagedBy)
 	}
-	up := true
+	set := o.settings()
+	n.Settings = set
+	up := *set.AdminStateUp
 	n.Observed = network.NormalizeNetwork(&samplecrdv1.NetworkObservation{
-		ID: o.NetworkID, Name: name, Status: "ACTIVE", AdminStateUp: &up, MTU: MTU, ProjectID: ProjectID,
-		Tags: tags, RevisionNumber: o.Revision,
+		ID: o.NetworkID, Name: name, Status: "ACTIVE", AdminStateUp: &up, MTU: *set.MTU, ProjectID: ProjectID,
+		Description: *set.Description, Tags: tags, RevisionNumber: o.Revision,
 	})
 	if o.SubnetID != "" {
 		v := int32(4)
 		if strings.Contains(o.CIDR, ":") {
 			v = 6
 		}
-		n.ObservedSubnet = network.NormalizeSubnet(&samplecrdv1.SubnetObservation{
-			ID: o.SubnetID, Name: name, CIDR: o.CIDR, GatewayIP: o.Gateway, IPVersion: v, EnableDHCP: true,
-			AllocationPools: pools(o.CIDR, o.Gateway), RevisionNumber: o.SubnetRevision,
-		})
+		sub := &samplecrdv1.SubnetObservation{
+			ID: o.SubnetID, Name: name, CIDR: o.CIDR, GatewayIP: o.Gateway, IPVersion: v, EnableDHCP: *set.EnableDHCP,
+			DNSNameservers: set.DNSNameservers, Description: *set.Description, Tags: slices.Sorted(slices.Values(tags)),
+			RevisionNumber: o.SubnetRevision,
+		}
+		for _, p := range set.AllocationPools {
+			sub.AllocationPools = append(sub.AllocationPools, samplecrdv1.AllocationPool(p))
+		}
+		for _, r := range set.HostRoutes {
+			sub.HostRoutes = append(sub.HostRoutes, samplecrdv1.HostRouteObservation(r))
+		}
+		n.ObservedSubnet = network.NormalizeSubnet(sub)
 	}
 	return n
+}
+
+// settings returns what o holds of every setting: what was written, else
+// the backend's defaults (allocation pools: every address but the
+// gateway's, following the gateway).
+func (o *Object) settings() network.Settings {
+	s := o.Network.Settings
+	empty, up, mtu := "", true, int32(MTU)
+	if s.Description == nil {
+		s.Description = &empty
+	}
+	if s.MTU == nil {
+		s.MTU = &mtu
+	}
+	if s.AdminStateUp == nil {
+		s.AdminStateUp = &up
+	}
+	if s.EnableDHCP == nil {
+		s.EnableDHCP = &up
+	}
+	if s.DNSNameservers == nil {
+		s.DNSNameservers = []string{}
+	}
+	if s.AllocationPools == nil {
+		for _, p := range pools(o.CIDR, o.Gateway) {
+			s.AllocationPools = append(s.AllocationPools, samplecrdv1.AllocationPoolSpec(p))
+		}
+	}
+	if s.HostRoutes == nil {
+		s.HostRoutes = []samplecrdv1.HostRoute{}
+	}
+	s.Tags = []string{}
+	for _, t := range o.Tags {
+		if !reserved(t) {
+			s.Tags = append(s.Tags, t)
+		}
+	}
+	slices.Sort(s.Tags)
+	return s
+}
+
+// reserved reports whether tag is one of the controller's own marks,
+// never a user tag.
+func reserved(tag string) bool {
+	return strings.HasPrefix(tag, "k8s-") || strings.HasPrefix(tag, "managed-by=")
+}
+
+// apply makes o hold what set sets (validated by check first); it reports
+// whether anything changed on the network and on the subnet.
+func (o *Object) apply(set network.Settings) (netChanged, subChanged bool) {
+	held := o.settings()
+	if len(set.Diff(held)) == 0 {
+		return false, false
+	}
+	cur := &o.Network.Settings
+	if set.Description != nil && *set.Description != *held.Description {
+		cur.Description = set.Description
+		netChanged, subChanged = true, true
+	}
+	if set.Tags != nil && !slices.Equal(set.Tags, held.Tags) {
+		o.Tags = append(slices.DeleteFunc(slices.Clone(o.Tags), func(t string) bool { return !reserved(t) }), set.Tags...)
+		netChanged, subChanged = true, true
+	}
+	if set.MTU != nil && *set.MTU != *held.MTU {
+		cur.MTU, netChanged = set.MTU, true
+	}
+	if set.AdminStateUp != nil && *set.AdminStateUp != *held.AdminStateUp {
+		cur.AdminStateUp, netChanged = set.AdminStateUp, true
+	}
+	if set.EnableDHCP != nil && *set.EnableDHCP != *held.EnableDHCP {
+		cur.EnableDHCP, subChanged = set.EnableDHCP, true
+	}
+	if set.DNSNameservers != nil && len((network.Settings{DNSNameservers: set.DNSNameservers}).Diff(held)) > 0 {
+		cur.DNSNameservers, subChanged = set.DNSNameservers, true
+	}
+	if set.AllocationPools != nil && len((network.Settings{AllocationPools: set.AllocationPools}).Diff(held)) > 0 {
+		cur.AllocationPools, subChanged = set.AllocationPools, true
+	}
+	if set.HostRoutes != nil && len((network.Settings{HostRoutes: set.HostRoutes}).Diff(held)) > 0 {
+		cur.HostRoutes, subChanged = set.HostRoutes, true
+	}
+	return netChanged, subChanged
+}
+
+// check refuses, as Neutron does, settings it cannot hold for a subnet
+// of cidr with gateway: an MTU above the network's, pools outside the
+// cidr, reversed, overlapping or holding the gateway.
+func check(op, cidr, gateway string, set network.Settings) error {
+	reject := func(format string, args ...any) error {
+		return network.Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf(format, args...))
+	}
+	if set.MTU != nil && *set.MTU > MTU {
+		return reject("requested MTU is too big, maximum is %d", MTU)
+	}
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return nil
+	}
+	gw, gwErr := netip.ParseAddr(gateway)
+	var ranges [][2]netip.Addr
+	for _, p := range set.AllocationPools {
+		start, err1 := netip.ParseAddr(p.Start)
+		end, err2 := netip.ParseAddr(p.End)
+		switch {
+		case err1 != nil || err2 != nil || !prefix.Contains(start) || !prefix.Contains(end):
+			return reject("the allocation pool %s-%s spans beyond the subnet cidr %s", p.Start, p.End, cidr)
+		case start.Compare(end) > 0:
+			return reject("the allocation pool %s-%s starts after it ends", p.Start, p.End)
+		case gwErr == nil && gw.Compare(start) >= 0 && gw.Compare(end) <= 0:
+			return reject("the gateway %s is inside the allocation pool %s-%s", gateway, p.Start, p.End)
+		}
+		for _, r := range ranges {
+			if start.Compare(r[1]) <= 0 && r[0].Compare(end) <= 0 {
+				return reject("the allocation pools %s-%s and %s-%s overlap", r[0], r[1], start, end)
+			}
+		}
+		ranges = append(ranges, [2]netip.Addr{start, end})
+	}
+	return nil
 }
 
 // pools returns the addresses of cidr after the network address (and
@@ -313,6 +443,9 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	if err := samplecrdv1.ValidateSpec(samplecrdv1.NetworkSpec{CIDR: desired.CIDR, Gateway: desired.Gateway}); err != nil {
 		return nil, network.Permanent("create network", samplecrdv1.ReasonInvalidSpec, err)
 	}
+	if err := check("create network", desired.CIDR, desired.Gateway, desired.Settings); err != nil {
+		return nil, err
+	}
 
 	b.mu.Lock()
 	o := b.lookup(desired.UID)
@@ -326,7 +459,9 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	if o == nil {
 		o = &Object{Owned: true, BackendName: network.DisplayName(desired.Namespace, desired.Name), Revision: 1, Network: network.Network{
 			UID: desired.UID, Namespace: desired.Namespace, Name: desired.Name, NetworkID: b.newID("net"),
+			Settings: network.Settings{Description: desired.Settings.Description, MTU: desired.Settings.MTU, AdminStateUp: desired.Settings.AdminStateUp},
 		}}
+		o.Tags = slices.Clone(desired.Settings.Tags)
 		b.objects[o.NetworkID] = o
 		b.byUID[desired.UID] = o.NetworkID
 		logger.Info("[Neutron mock] Created network", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
@@ -355,6 +490,9 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 		return nil, err
 	}
 	o.CIDR, o.Gateway, o.SubnetID = desired.CIDR, desired.Gateway, b.newID("subnet")
+	set := &o.Network.Settings
+	set.EnableDHCP, set.DNSNameservers = desired.Settings.EnableDHCP, desired.Settings.DNSNameservers
+	set.AllocationPools, set.HostRoutes = desired.Settings.AllocationPools, desired.Settings.HostRoutes
 	o.Revision++
 	o.SubnetRevision = 1
 	b.stats.Creates++
@@ -404,8 +542,18 @@ func (b *Backend) checkOverlap(cidr string) error {
 // Like Neutron acting on cur's IDs, it fails with network.ErrNotFound when
 // cur's subnet is gone, even if the UID has another one by now.
 func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gateway string) (*network.Network, error) {
-	uid := cur.UID
-	if err := b.begin(ctx, OpUpdateGateway, uid); err != nil {
+	return b.update(ctx, OpUpdateGateway, cur, network.Network{Gateway: gateway})
+}
+
+// Update implements network.Backend: one write (counted as an update)
+// when anything differs.
+func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*network.Network, error) {
+	return b.update(ctx, OpUpdate, cur, desired)
+}
+
+func (b *Backend) update(ctx context.Context, op Op, cur, desired network.Network) (*network.Network, error) {
+	uid, gateway := cur.UID, desired.Gateway
+	if err := b.begin(ctx, op, uid); err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
@@ -414,16 +562,39 @@ func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gatewa
 	if o == nil || o.SubnetID == "" || (cur.SubnetID != "" && cur.SubnetID != o.SubnetID) {
 		return nil, fmt.Errorf("update gateway: subnet for uid %s: %w", uid, network.ErrNotFound)
 	}
+	if gateway == "" {
+		gateway = o.Gateway
+	}
 	if err := samplecrdv1.ValidateSpec(samplecrdv1.NetworkSpec{CIDR: o.CIDR, Gateway: gateway}); err != nil {
 		return nil, network.Permanent("update gateway", samplecrdv1.ReasonInvalidSpec, err)
 	}
-	if o.Gateway != gateway {
-		old := o.Gateway
-		o.Gateway = gateway
+	// The pools a gateway change moves: the ones set, or the defaults.
+	set := desired.Settings
+	if set.AllocationPools == nil && o.Gateway == gateway {
+		set.AllocationPools = o.Network.Settings.AllocationPools
+	}
+	if err := check("update subnet", o.CIDR, gateway, set); err != nil {
+		return nil, err
+	}
+	old := o.Gateway
+	o.Gateway = gateway
+	if old != gateway && desired.Settings.AllocationPools == nil {
+		o.Network.Settings.AllocationPools = nil // the defaults, moved with the gateway
+	}
+	netChanged, subChanged := o.apply(desired.Settings)
+	if old != gateway {
+		subChanged = true
+	}
+	if subChanged {
 		o.SubnetRevision++
+		o.Revision++ // an updated subnet revises its network
+	}
+	if netChanged {
 		o.Revision++
+	}
+	if netChanged || subChanged {
 		b.stats.Updates++
-		klog.FromContext(ctx).Info("[Neutron mock] Updated network gateway", "network", klog.KRef(o.Namespace, o.Name), "uid", uid,
+		klog.FromContext(ctx).Info("[Neutron mock] Updated network gateway and settings", "network", klog.KRef(o.Namespace, o.Name), "uid", uid,
 			"networkID", o.NetworkID, "subnetID", o.SubnetID, "oldGateway", old, "gateway", gateway)
 	}
 	n := o.view()

@@ -225,7 +225,7 @@ func TestLogs(t *testing.T) {
 		`[Neutron mock] Created network network="default/example-network" uid="uid-1"`,
 		`[Neutron mock] Created subnet network="default/example-network"`,
 		`cidr="192.168.0.0/16" gateway="192.168.0.1"`,
-		`[Neutron mock] Updated network gateway network="default/example-network"`,
+		`[Neutron mock] Updated network gateway and settings network="default/example-network"`,
 		`oldGateway="192.168.0.1" gateway="192.168.0.254"`,
 		`[Neutron mock] Deleted network network="default/example-network"`,
 	} {

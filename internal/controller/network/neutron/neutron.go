@@ -443,8 +443,8 @@ func extractNetworks(p pagination.Page) ([]neutronNetwork, error) {
 	return out, err
 }
 
-func toNetwork(n *neutronNetwork, s *subnets.Subnet) *network.Network {
-	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID, Observed: observeNetwork(n)}
+func (b *Backend) toNetwork(n *neutronNetwork, s *subnets.Subnet) *network.Network {
+	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID, Observed: observeNetwork(n), Settings: b.settings(n, s)}
 	out.Namespace, out.Name = parseDescription(n.Description)
 	if out.Namespace == "" {
 		out.Namespace, out.Name = refFromTags(n.Tags)
@@ -462,7 +462,7 @@ func observeNetwork(n *neutronNetwork) *samplecrdv1.NetworkObservation {
 	up := n.AdminStateUp
 	return network.NormalizeNetwork(&samplecrdv1.NetworkObservation{
 		ID: n.ID, Name: n.Name, Status: n.Status, AdminStateUp: &up, MTU: int32(n.MTU), Shared: n.Shared,
-		External: n.External, ProjectID: n.ProjectID, Tags: n.Tags, RevisionNumber: int64(n.RevisionNumber),
+		External: n.External, ProjectID: n.ProjectID, Description: n.Description, Tags: n.Tags, RevisionNumber: int64(n.RevisionNumber),
 	})
 }
 
@@ -471,9 +471,13 @@ func observeSubnet(s *subnets.Subnet) *samplecrdv1.SubnetObservation {
 	o := &samplecrdv1.SubnetObservation{
 		ID: s.ID, Name: s.Name, CIDR: canonicalCIDR(s.CIDR), GatewayIP: canonicalIP(s.GatewayIP), IPVersion: int32(s.IPVersion),
 		EnableDHCP: s.EnableDHCP, DNSNameservers: s.DNSNameservers, RevisionNumber: int64(s.RevisionNumber),
+		Description: s.Description, Tags: slices.Sorted(slices.Values(s.Tags)),
 	}
 	for _, p := range s.AllocationPools {
 		o.AllocationPools = append(o.AllocationPools, samplecrdv1.AllocationPool{Start: p.Start, End: p.End})
+	}
+	for _, r := range s.HostRoutes {
+		o.HostRoutes = append(o.HostRoutes, samplecrdv1.HostRouteObservation{Destination: r.DestinationCIDR, Nexthop: r.NextHop})
 	}
 	return network.NormalizeSubnet(o)
 }
@@ -608,7 +612,7 @@ func (b *Backend) pickSubnet(subs []subnets.Subnet, n network.Network, adopt boo
 	}
 	if adopt && n.Namespace != "" {
 		for i := range subs {
-			if uidFromTags(subs[i].Tags) == "" && subs[i].Description == b.description(n) {
+			if uidFromTags(subs[i].Tags) == "" && b.describes(subs[i].Description, n) {
 				return &subs[i], true
 			}
 		}
@@ -652,22 +656,22 @@ func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, err
 	if err != nil {
 		return nil, err
 	}
-	return toNetwork(n, s), nil
+	return b.toNetwork(n, s), nil
 }
 
 // tag replaces the tags of a network or subnet of n with its tags plus ours.
+// The user tags n's settings set, if any, replace the others'.
 func (b *Backend) tag(ctx context.Context, resource, id string, existing []string, n network.Network) ([]string, error) {
-	return b.addTags(ctx, resource, id, existing, b.tags(n))
+	return b.replaceTags(ctx, resource, id, withTags(existing, b.tags(n), n.Settings.Tags))
 }
 
 // addTags replaces the tags of a network or subnet with existing plus add.
 func (b *Backend) addTags(ctx context.Context, resource, id string, existing, add []string) ([]string, error) {
-	tags := slices.Clone(existing)
-	for _, t := range add {
-		if !slices.Contains(tags, t) {
-			tags = append(tags, t)
-		}
-	}
+	return b.replaceTags(ctx, resource, id, withTags(existing, add, nil))
+}
+
+// replaceTags replaces the tags of a network or subnet with tags.
+func (b *Backend) replaceTags(ctx context.Context, resource, id string, tags []string) ([]string, error) {
 	ctx, cancel := b.request(ctx)
 	defer cancel()
 	res, err := attributestags.ReplaceAll(ctx, b.client, resource, id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
@@ -703,18 +707,23 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 	if err != nil {
 		return nil, network.Permanent("create subnet", samplecrdv1.ReasonInvalidSpec, fmt.Errorf("invalid cidr %q: %w", desired.CIDR, err))
 	}
-	name, desc := displayName(desired.Namespace, desired.Name), b.description(desired)
+	name := displayName(desired.Namespace, desired.Name)
 
 	// One lookup finds what an earlier attempt left, if anything: our
 	// network (its description names the UID), or one whose create was
 	// interrupted before it was tagged (Neutron takes no tags in a network's
 	// POST). Networks that existed before the controller started are known
-	// from its List, whatever happened to their descriptions since.
+	// from its List, whatever happened to their descriptions since. By
+	// name, then by the start of the description: the Network's own text
+	// after it may have been edited since.
 	var found []neutronNetwork
 	if lookup {
-		if found, err = b.listNetworks(ctx, networks.ListOpts{Description: desc}); err != nil {
+		if found, err = b.listNetworks(ctx, networks.ListOpts{Name: name}); err != nil {
 			return nil, err
 		}
+		found = slices.DeleteFunc(found, func(n neutronNetwork) bool {
+			return !b.owns(n.Tags, desired.UID) && !b.describes(n.Description, desired)
+		})
 	}
 	slices.SortStableFunc(found, func(x, y neutronNetwork) int { return x.CreatedAt.Compare(y.CreatedAt) })
 	if len(found) > 0 {
@@ -745,11 +754,10 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			}
 		}
 		if net == nil {
-			adminUp := true
 			rctx, cancel := b.request(ctx)
 			sent := rctx.Err() == nil // else the request fails before it is sent
 			net = &neutronNetwork{}
-			err = networks.Create(rctx, b.client, networks.CreateOpts{Name: name, Description: desc, AdminStateUp: &adminUp}).ExtractInto(net)
+			err = networks.Create(rctx, b.client, b.networkCreateOpts(desired)).ExtractInto(net)
 			cancel()
 			if err != nil {
 				if sent && unanswered(err) {
@@ -785,9 +793,12 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		}
 		gw := desired.Gateway
 		rctx, cancel := b.request(ctx)
-		sub, err = subnets.Create(rctx, b.client, subnets.CreateOpts{
-			NetworkID: net.ID, Name: name, Description: desc, CIDR: desired.CIDR, IPVersion: version, GatewayIP: &gw,
-		}).Extract()
+		sopts := subnets.CreateOpts{
+			NetworkID: net.ID, Name: name, Description: b.describeWith(desired, desired.Settings.Description, true),
+			CIDR: desired.CIDR, IPVersion: version, GatewayIP: &gw,
+		}
+		subnetSettings(&sopts, desired.Settings)
+		sub, err = subnets.Create(rctx, b.client, sopts).Extract()
 		cancel()
 		if err != nil {
 			err = classify("create subnet", err)
@@ -820,7 +831,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		taggedSubnet(sub, tags)
 		made = true
 	}
-	out := toNetwork(net, sub)
+	out := b.toNetwork(net, sub)
 	out.Existed = !made
 	return out, nil
 }
@@ -904,48 +915,10 @@ func unanswered(err error) bool {
 	return !errors.As(err, &opErr) || opErr.Op != "dial"
 }
 
-// UpdateGateway implements network.Backend: one request when cur carries
-// the subnet's ID and CIDR (as Create, Get and List return it).
+// UpdateGateway implements network.Backend: Update of the gateway alone,
+// one request when cur is what Create, Get or List returned.
 func (b *Backend) UpdateGateway(ctx context.Context, cur network.Network, gateway string) (*network.Network, error) {
-	if cur.SubnetID == "" || cur.NetworkID == "" || cur.CIDR == "" {
-		n, s, err := b.get(ctx, cur.UID)
-		if err != nil {
-			return nil, err
-		}
-		if s == nil {
-			return nil, fmt.Errorf("update gateway: subnet of neutron network %s: %w", n.ID, network.ErrNotFound)
-		}
-		cur = *toNetwork(n, s)
-	}
-	if network.SameIP(cur.Gateway, gateway) {
-		return &cur, nil
-	}
-	gw := gateway
-	// Neutron refuses a gateway inside an allocation pool, and a subnet
-	// created without pools has every address but the gateway in one: the
-	// pools move with the gateway, to what Neutron gives a subnet created
-	// with the new gateway.
-	pools, err := allocationPools(cur.CIDR, gateway)
-	if err != nil {
-		return nil, network.Permanent("update gateway of subnet", samplecrdv1.ReasonBackendRejected, err)
-	}
-	rctx, cancel := b.request(ctx)
-	s, err := subnets.Update(rctx, b.client, cur.SubnetID, subnets.UpdateOpts{GatewayIP: &gw, AllocationPools: pools}).Extract()
-	cancel()
-	if err != nil {
-		return nil, classify("update gateway of subnet "+cur.SubnetID, err)
-	}
-	klog.FromContext(ctx).Info("Updated Neutron subnet gateway", "uid", cur.UID, "networkID", cur.NetworkID, "subnetID", s.ID,
-		"oldGateway", cur.Gateway, "gateway", s.GatewayIP)
-	out := cur
-	out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
-	out.ObservedSubnet = observeSubnet(s)
-	if cur.Observed != nil {
-		n := cur.Observed.DeepCopy()
-		n.RevisionNumber++ // an updated subnet revises its network
-		out.Observed = n
-	}
-	return &out, nil
+	return b.Update(ctx, cur, network.Network{Gateway: gateway})
 }
 
 // Delete implements network.Backend.
@@ -960,14 +933,12 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 		return err
 	}
 	if target.Namespace != "" {
-		untagged, err := b.listNetworks(ctx, networks.ListOpts{
-			Name: displayName(target.Namespace, target.Name), Description: b.description(target),
-		})
+		untagged, err := b.listNetworks(ctx, networks.ListOpts{Name: displayName(target.Namespace, target.Name)})
 		if err != nil {
 			return err
 		}
 		for _, n := range untagged {
-			if uidFromTags(n.Tags) == "" && !slices.Contains(n.Tags, DetachedTag) {
+			if uidFromTags(n.Tags) == "" && !slices.Contains(n.Tags, DetachedTag) && b.describes(n.Description, target) {
 				nets = append(nets, n)
 			}
 		}
@@ -988,7 +959,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 		}
 		for _, s := range subs {
 			ours := slices.Contains(s.Tags, b.uidTag(target.UID)) ||
-				(uidFromTags(s.Tags) == "" && target.Namespace != "" && s.Description == b.description(target))
+				(uidFromTags(s.Tags) == "" && target.Namespace != "" && b.describes(s.Description, target))
 			if !ours {
 				foreign = append(foreign, s.ID)
 				continue
@@ -1053,7 +1024,7 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 				break
 			}
 		}
-		out = append(out, *toNetwork(&nets[i], sub))
+		out = append(out, *b.toNetwork(&nets[i], sub))
 	}
 	return out, nil
 }
@@ -1075,7 +1046,7 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 	if err != nil {
 		return nil, network.Permanent(op, samplecrdv1.ReasonBackendRejected, err)
 	}
-	out := toNetwork(n, sub)
+	out := b.toNetwork(n, sub)
 	out.UID, out.Namespace, out.Name = desired.UID, desired.Namespace, desired.Name
 	if !adopt {
 		return out, nil
@@ -1187,7 +1158,7 @@ func (b *Backend) Observe(ctx context.Context, want []network.Network) ([]networ
 		if err != nil {
 			continue // Import says why
 		}
-		o := toNetwork(n, sub)
+		o := b.toNetwork(n, sub)
 		o.UID, o.Namespace, o.Name = w.UID, w.Namespace, w.Name
 		out = append(out, *o)
 	}
