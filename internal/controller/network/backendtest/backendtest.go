@@ -89,6 +89,9 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"DetachLeavesTheNetwork", testDetach},
 		{"ObserveReadsWhatImportReads", testObserve},
 		{"ObservationsAreWhatTheNextScanReads", testObservations},
+		{"SettingsAtCreate", testSettingsAtCreate},
+		{"SettingsUpdatedInPlace", testSettingsUpdated},
+		{"SettingsRefused", testSettingsRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -902,5 +905,167 @@ func testObservations(t *testing.T, ctx context.Context, s Setup) {
 	}
 	if err := s.Backend.Delete(ctx, adopter); err != nil {
 		t.Fatalf("Delete: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// withSettings returns d with every setting set, valid for a /24 cidr
+// whose gateway is its first address.
+func withSettings(d network.Network) network.Network {
+	p := strings.TrimSuffix(d.CIDR, "0/24")
+	d.Settings = network.Settings{
+		Description:     ptr("team a's build network"),
+		Tags:            []string{"env=ci", "team=a"},
+		MTU:             ptr(int32(1400)),
+		AdminStateUp:    ptr(false),
+		EnableDHCP:      ptr(false),
+		DNSNameservers:  []string{p + "53", p + "54"},
+		AllocationPools: []samplecrdv1.AllocationPoolSpec{{Start: p + "10", End: p + "99"}},
+		HostRoutes:      []samplecrdv1.HostRoute{{Destination: "10.200.0.0/16", Nexthop: p + "254"}},
+	}
+	return d
+}
+
+// checkSettings fails unless got holds every setting d sets, in what it
+// returned and in what the next List reads (no drift to repair).
+func checkSettings(t *testing.T, ctx context.Context, b network.Backend, what string, got *network.Network, d network.Network) {
+	t.Helper()
+	if diff := d.Settings.Diff(got.Settings); diff != nil {
+		t.Errorf("%s: %v", what, diff)
+	}
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, n := range list {
+		if n.UID == d.UID {
+			if diff := d.Settings.Diff(n.Settings); diff != nil {
+				t.Errorf("%s, then List: %v", what, diff)
+			}
+			if !equality.Semantic.DeepEqual(got.Observed, n.Observed) || !equality.Semantic.DeepEqual(got.ObservedSubnet, n.ObservedSubnet) {
+				t.Errorf("%s returned %+v / %+v, the next scan reads %+v / %+v", what, got.Observed, got.ObservedSubnet, n.Observed, n.ObservedSubnet)
+			}
+			return
+		}
+	}
+	t.Fatalf("List lacks %s", d.UID)
+}
+
+func testSettingsAtCreate(t *testing.T, ctx context.Context, s Setup) {
+	d := withSettings(desired(1, "10.41.0.0/24", "10.41.0.1"))
+	created := mustCreate(t, ctx, s.Backend, d)
+	checkMatches(t, "Create", created, d)
+	checkSettings(t, ctx, s.Backend, "Create", created, d)
+	if o := created.Observed; o == nil || o.MTU != 1400 || o.AdminStateUp == nil || *o.AdminStateUp ||
+		!slices.Contains(o.Tags, "team=a") || !strings.Contains(o.Description, "team a's build network") {
+		t.Errorf("Create: network observed as %+v, want the settings", o)
+	}
+	if sub := created.ObservedSubnet; sub == nil || sub.EnableDHCP || len(sub.DNSNameservers) != 2 || len(sub.HostRoutes) != 1 ||
+		len(sub.AllocationPools) != 1 || sub.AllocationPools[0].Start != "10.41.0.10" || !slices.Contains(sub.Tags, "env=ci") {
+		t.Errorf("Create: subnet observed as %+v, want the settings", sub)
+	}
+	// Nothing to do: Ensure writes nothing.
+	before := writes(s)
+	if _, action, err := network.Ensure(ctx, s.Backend, d, created, false); err != nil || action != network.ActionNone {
+		t.Fatalf("Ensure of a network with its settings = %v, %q; want nothing done", err, action)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Ensure of a network with its settings wrote %d times, want 0", w)
+	}
+	// Unset settings are the backend's: a network created without any
+	// holds some, and Ensure without settings leaves them.
+	plain := desired(2, "10.42.0.0/24", "10.42.0.1")
+	got := mustCreate(t, ctx, s.Backend, plain)
+	if set := got.Settings; set.Description == nil || set.MTU == nil || set.AdminStateUp == nil || !*set.AdminStateUp ||
+		set.EnableDHCP == nil || set.Tags == nil || set.DNSNameservers == nil || len(set.AllocationPools) == 0 || set.HostRoutes == nil {
+		t.Errorf("Create without settings returned settings %+v, want every one the backend holds", set)
+	}
+}
+
+func testSettingsUpdated(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.43.0.0/24", "10.43.0.1")
+	cur := mustCreate(t, ctx, s.Backend, d)
+	for _, step := range []struct {
+		name   string
+		change func(*network.Network)
+	}{
+		{"every setting added", func(d *network.Network) { *d = withSettings(*d) }},
+		{"mtu and admin state", func(d *network.Network) { d.Settings.MTU, d.Settings.AdminStateUp = ptr(int32(1300)), ptr(true) }},
+		{"dhcp on, one dns server, no route", func(d *network.Network) {
+			d.Settings.EnableDHCP, d.Settings.DNSNameservers, d.Settings.HostRoutes = ptr(true), []string{"10.43.0.54"}, []samplecrdv1.HostRoute{}
+		}},
+		{"pools and the gateway moved", func(d *network.Network) {
+			d.Gateway = "10.43.0.254"
+			d.Settings.AllocationPools = []samplecrdv1.AllocationPoolSpec{{Start: "10.43.0.2", End: "10.43.0.100"}, {Start: "10.43.0.200", End: "10.43.0.250"}}
+		}},
+		{"a tag removed, one added, description changed", func(d *network.Network) {
+			d.Settings.Tags, d.Settings.Description = []string{"owner=b", "team=a"}, ptr("handed to team b")
+		}},
+		{"every tag removed, description emptied", func(d *network.Network) { d.Settings.Tags, d.Settings.Description = []string{}, ptr("") }},
+	} {
+		step.change(&d)
+		before := writes(s)
+		got, action, err := network.Ensure(ctx, s.Backend, d, cur, false)
+		if err != nil || action != network.ActionUpdated {
+			t.Fatalf("%s: Ensure = %v, %q; want updated", step.name, err, action)
+		}
+		if s.Writes != nil && writes(s) == before {
+			t.Errorf("%s: Ensure updated without a write", step.name)
+		}
+		checkMatches(t, step.name, got, d)
+		if got.NetworkID != cur.NetworkID || got.SubnetID != cur.SubnetID {
+			t.Fatalf("%s: the network was replaced, not updated in place: %+v, was %+v", step.name, *got, *cur)
+		}
+		checkSettings(t, ctx, s.Backend, step.name, got, d)
+		// From what Get reads, not what Ensure returned: the same.
+		read := mustGet(t, ctx, s.Backend, d.UID)
+		if diff := d.Settings.Diff(read.Settings); diff != nil {
+			t.Errorf("%s, then Get: %v", step.name, diff)
+		}
+		cur = got
+	}
+	// Unsetting leaves what the backend holds.
+	held := cur.Settings
+	d.Settings = network.Settings{}
+	before := writes(s)
+	got, action, err := network.Ensure(ctx, s.Backend, d, cur, false)
+	if err != nil || action != network.ActionNone || writes(s) != before {
+		t.Fatalf("Ensure with the settings unset = %v, %q, %d writes; want nothing done", err, action, writes(s)-before)
+	}
+	if diff := held.Diff(got.Settings); diff != nil {
+		t.Errorf("the settings changed when unset: %v", diff)
+	}
+}
+
+func testSettingsRefused(t *testing.T, ctx context.Context, s Setup) {
+	d := desired(1, "10.44.0.0/24", "10.44.0.1")
+	cur := mustCreate(t, ctx, s.Backend, d)
+	for _, tc := range []struct {
+		name string
+		set  network.Settings
+	}{
+		{"gateway inside a pool", network.Settings{AllocationPools: []samplecrdv1.AllocationPoolSpec{{Start: "10.44.0.1", End: "10.44.0.20"}}}},
+		{"overlapping pools", network.Settings{AllocationPools: []samplecrdv1.AllocationPoolSpec{{Start: "10.44.0.10", End: "10.44.0.20"}, {Start: "10.44.0.15", End: "10.44.0.30"}}}},
+		{"mtu beyond the network's", network.Settings{MTU: ptr(int32(9000))}},
+	} {
+		want := d
+		want.Settings = tc.set
+		_, _, err := network.Ensure(ctx, s.Backend, want, cur, false)
+		if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+			t.Errorf("%s: Ensure = %v, want a permanent %s error", tc.name, err, samplecrdv1.ReasonBackendRejected)
+		}
+	}
+	// Nothing was changed.
+	got := mustGet(t, ctx, s.Backend, d.UID)
+	if diff := cur.Settings.Diff(got.Settings); diff != nil {
+		t.Errorf("refused updates changed the network: %v", diff)
+	}
+	// Refused at create too, with nothing left half-made that List shows
+	// as done.
+	bad := desired(2, "10.45.0.0/24", "10.45.0.1")
+	bad.Settings.AllocationPools = []samplecrdv1.AllocationPoolSpec{{Start: "10.45.0.1", End: "10.45.0.20"}}
+	if _, err := s.Backend.Create(ctx, bad); !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+		t.Errorf("Create with the gateway inside a pool = %v, want a permanent %s error", err, samplecrdv1.ReasonBackendRejected)
 	}
 }
