@@ -24,8 +24,9 @@ func NormalizeNetwork(o *samplecrdv1.NetworkObservation) *samplecrdv1.NetworkObs
 }
 
 // NormalizeSubnet returns s in the form backends return and status
-// comparisons use: empty lists nil. The order of DNS servers and pools is
-// kept: it is the backend's (DNS servers are tried in it).
+// comparisons use: its tags sorted, empty lists nil. The order of DNS
+// servers, pools and routes is kept: it is the backend's (DNS servers are
+// tried in it).
 func NormalizeSubnet(s *samplecrdv1.SubnetObservation) *samplecrdv1.SubnetObservation {
 	if s == nil {
 		return nil
@@ -36,6 +37,13 @@ func NormalizeSubnet(s *samplecrdv1.SubnetObservation) *samplecrdv1.SubnetObserv
 	}
 	if len(s.AllocationPools) == 0 {
 		s.AllocationPools = nil
+	}
+	if len(s.HostRoutes) == 0 {
+		s.HostRoutes = nil
+	}
+	slices.Sort(s.Tags)
+	if len(s.Tags) == 0 {
+		s.Tags = nil
 	}
 	return s
 }

@@ -101,7 +101,7 @@ func (o *Object) view() network.Network {
 		}
 		sub := &samplecrdv1.SubnetObservation{
 			ID: o.SubnetID, Name: name, CIDR: o.CIDR, GatewayIP: o.Gateway, IPVersion: v, EnableDHCP: *set.EnableDHCP,
-			DNSNameservers: set.DNSNameservers, Description: *set.Description, Tags: slices.Sorted(slices.Values(tags)),
+			DNSNameservers: set.DNSNameservers, Description: *set.Description, Tags: tags,
 			RevisionNumber: o.SubnetRevision,
 		}
 		for _, p := range set.AllocationPools {

@@ -471,7 +471,7 @@ func observeSubnet(s *subnets.Subnet) *samplecrdv1.SubnetObservation {
 	o := &samplecrdv1.SubnetObservation{
 		ID: s.ID, Name: s.Name, CIDR: canonicalCIDR(s.CIDR), GatewayIP: canonicalIP(s.GatewayIP), IPVersion: int32(s.IPVersion),
 		EnableDHCP: s.EnableDHCP, DNSNameservers: s.DNSNameservers, RevisionNumber: int64(s.RevisionNumber),
-		Description: s.Description, Tags: slices.Sorted(slices.Values(s.Tags)),
+		Description: s.Description, Tags: slices.Clone(s.Tags),
 	}
 	for _, p := range s.AllocationPools {
 		o.AllocationPools = append(o.AllocationPools, samplecrdv1.AllocationPool{Start: p.Start, End: p.End})
