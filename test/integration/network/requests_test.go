@@ -69,7 +69,7 @@ func checkFiltered(t *testing.T, reqs []neutrontest.Request) {
 		if r.Method != "GET" || strings.Count(r.Path, "/") > 2 {
 			continue // not a list (a GET of one object has its ID in the path)
 		}
-		if !strings.Contains(r.Path, "tags=") && !strings.Contains(r.Path, "description=") && !strings.Contains(r.Path, "network_id=") {
+		if !strings.Contains(r.Path, "tags=") && !strings.Contains(r.Path, "name=") && !strings.Contains(r.Path, "network_id=") {
 			t.Errorf("%s lists the whole project", r)
 		}
 	}
