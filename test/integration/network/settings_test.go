@@ -32,10 +32,10 @@ type neutronNetwork struct {
 // user reads them.
 type held struct {
 	Description, SubnetDescription string
-	MTU                             int
-	AdminStateUp, EnableDHCP        bool
-	DNS, Tags, SubnetTags           []string
-	Pools, Routes                   []string
+	MTU                            int
+	AdminStateUp, EnableDHCP       bool
+	DNS, Tags, SubnetTags          []string
+	Pools, Routes                  []string
 }
 
 func (e *env) held(cloud *neutrontest.Cloud, n *samplecrdv1.Network) (held, error) {
@@ -67,8 +67,8 @@ func userTags(tags []string) []string {
 	return out
 }
 
-// waitHeld waits until Neutron holds what want says of Network name's
-// settings.
+// waitHeld waits until check accepts what Neutron holds of Network
+// name's settings.
 func (e *env) waitHeld(cloud *neutrontest.Cloud, name string, check func(h held) error) {
 	e.t.Helper()
 	framework.Eventually(e.t, timeout, "Neutron holds the settings of "+name, func(ctx context.Context) (bool, error) {
@@ -87,10 +87,10 @@ func (e *env) waitHeld(cloud *neutrontest.Cloud, name string, check func(h held)
 	})
 }
 
-// routes matches the request lines of a create and of an update, with the
-// IDs written as <id>.
+// ids matches the UUIDs in request paths.
 var ids = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
+// lines returns reqs as "METHOD path" with IDs written as <id>.
 func lines(reqs []neutrontest.Request) []string {
 	var out []string
 	for _, r := range reqs {
