@@ -52,6 +52,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &samplecrdv1.NetworkSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("NetworkStatus"):
 		return &samplecrdv1.NetworkStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("RouterObservation"):
+		return &samplecrdv1.RouterObservationApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("RouterRef"):
+		return &samplecrdv1.RouterRefApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("SubnetObservation"):
 		return &samplecrdv1.SubnetObservationApplyConfiguration{}
 

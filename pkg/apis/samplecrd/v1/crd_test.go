@@ -203,6 +203,7 @@ func TestCRDValidationUpdate(t *testing.T) {
 		change(&s)
 		return s
 	}
+	routed := with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "edge"} })
 	for _, tc := range []struct {
 		name    string
 		old     *NetworkSpec // nil: the seed's
@@ -223,6 +224,13 @@ func TestCRDValidationUpdate(t *testing.T) {
 		{name: "import gateway changed", old: &byID, spec: with(byID, func(s *NetworkSpec) { s.Gateway = "10.0.0.1" })},
 		{name: "import cidr added", old: &byID, spec: with(byID, func(s *NetworkSpec) { s.CIDR = "10.0.0.0/8" }), wantErr: "cidr is immutable"},
 		{name: "unchanged", spec: seed},
+		{name: "router added", spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "edge"} })},
+		{name: "router removed", old: &routed, spec: seed},
+		{name: "router switched", old: &routed, spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "other"} }),
+			wantErr: "router cannot be switched to another router in one edit: Neutron cannot move a router interface; remove spec.router"},
+		{name: "gateway changed with a router", old: &routed, spec: with(routed, func(s *NetworkSpec) { s.Gateway = "192.168.255.254" }),
+			wantErr: "the gateway cannot change while the subnet is attached to a router"},
+		{name: "settings changed with a router", old: &routed, spec: with(routed, func(s *NetworkSpec) { s.DNSNameservers = []string{"192.168.0.53"} })},
 		{name: "gateway change", spec: NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.255.254"}},
 		{name: "cidr change", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"},
 			wantErr: "cidr is immutable: Neutron cannot change a subnet's CIDR; delete the Network and create it again with the new cidr"},

@@ -46,7 +46,9 @@ type Network struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.managementPolicy) ? self.managementPolicy : 'Managed') == (has(oldSelf.managementPolicy) ? oldSelf.managementPolicy : 'Managed')",message="managementPolicy is immutable: delete the Network and create it again with the new policy (a Managed Network with onDelete: Detach leaves its Neutron network in place when deleted, so it can be imported again)",fieldPath=".managementPolicy"
 // +kubebuilder:validation:XValidation:rule="has(self.import) == has(oldSelf.import)",message="import is immutable: delete the Network and create it again with the import it should have",fieldPath=".import"
 // +kubebuilder:validation:XValidation:rule="has(self.cidr) == has(oldSelf.cidr)",message="cidr is immutable: Neutron cannot change a subnet's CIDR; delete the Network and create it again with the new cidr",fieldPath=".cidr"
-// +kubebuilder:validation:XValidation:rule="!has(self.managementPolicy) || self.managementPolicy != 'Unmanaged' || !(has(self.description) || has(self.tags) || has(self.mtu) || has(self.adminStateUp) || has(self.enableDHCP) || has(self.dnsNameservers) || has(self.allocationPools) || has(self.hostRoutes))",message="an Unmanaged Network never writes to Neutron: remove description, tags, mtu, adminStateUp, enableDHCP, dnsNameservers, allocationPools and hostRoutes, or use managementPolicy: Managed",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.managementPolicy) || self.managementPolicy != 'Unmanaged' || !(has(self.description) || has(self.tags) || has(self.mtu) || has(self.adminStateUp) || has(self.enableDHCP) || has(self.dnsNameservers) || has(self.allocationPools) || has(self.hostRoutes) || has(self.router))",message="an Unmanaged Network never writes to Neutron: remove description, tags, mtu, adminStateUp, enableDHCP, dnsNameservers, allocationPools, hostRoutes and router, or use managementPolicy: Managed",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.router) || !has(oldSelf.router) || (has(self.gateway) ? self.gateway : '') == (has(oldSelf.gateway) ? oldSelf.gateway : '')",message="the gateway cannot change while the subnet is attached to a router: the router's interface holds the gateway address and Neutron refuses; remove spec.router (the interface is removed), change the gateway, then set spec.router again",fieldPath=".gateway"
+// +kubebuilder:validation:XValidation:rule="!has(self.router) || !has(oldSelf.router) || self.router == oldSelf.router",message="router cannot be switched to another router in one edit: Neutron cannot move a router interface; remove spec.router (the interface is removed), then set the new router",fieldPath=".router"
 // +kubebuilder:validation:XValidation:rule="!has(self.allocationPools) || !has(self.cidr) || !isCIDR(self.cidr) || self.allocationPools.all(p, isIP(p.start) && isIP(p.end) && cidr(self.cidr).containsIP(p.start) && cidr(self.cidr).containsIP(p.end))",message="every allocation pool must start and end inside cidr: give addresses of the subnet's range",fieldPath=".allocationPools",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !isCIDR(self.cidr) || ((!has(self.dnsNameservers) || self.dnsNameservers.all(a, !isIP(a) || ip(a).family() == cidr(self.cidr).ip().family())) && (!has(self.hostRoutes) || self.hostRoutes.all(r, !isCIDR(r.destination) || !isIP(r.nexthop) || (cidr(r.destination).ip().family() == cidr(self.cidr).ip().family() && ip(r.nexthop).family() == cidr(self.cidr).ip().family()))))",message="dnsNameservers and hostRoutes must be of the cidr's IP family (Neutron refuses the others): use IPv4 addresses with an IPv4 cidr, IPv6 with IPv6",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !has(self.gateway) || !isCIDR(self.cidr) || !isIP(self.gateway) || ip(self.gateway).family() == cidr(self.cidr).ip().family()",messageExpression="'gateway ' + self.gateway + (ip(self.gateway).family() == 4 ? ' is an IPv4 address but cidr ' : ' is an IPv6 address but cidr ') + self.cidr + (ip(self.gateway).family() == 4 ? ' is an IPv6 network' : ' is an IPv4 network') + ': use a gateway of the same family, inside the cidr'",fieldPath=".gateway",reason=FieldValueInvalid
@@ -184,6 +186,35 @@ type NetworkSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	HostRoutes []HostRoute `json:"hostRoutes,omitempty"`
+
+	// Router attaches the subnet to an existing Neutron router of the
+	// project: an interface of the router on the subnet's gateway address.
+	// Removing it removes the interface; deleting the Network removes it
+	// before the subnet (onDelete: Detach leaves it, with the network).
+	// To move the subnet to another router, remove router, then set the
+	// new one. A router that does not exist or the project cannot use is
+	// a RouterNotFound condition. Only for Managed Networks.
+	//
+	// +optional
+	Router *RouterRef `json:"router,omitempty"`
+}
+
+// RouterRef names an existing Neutron router: by ID, or by its exact name
+// (one router of the project must have it; the name is looked up when the
+// interface is added).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.id) != has(self.name)",message="router takes id or name, exactly one: the router's ID, or its exact name"
+type RouterRef struct {
+	// ID is the router's ID.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ID string `json:"id,omitempty"`
+	// Name is the router's exact name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Name string `json:"name,omitempty"`
 }
 
 // AllocationPoolSpec is a range of addresses, first and last included,
@@ -289,7 +320,7 @@ func (s *NetworkSpec) Policy() ManagementPolicy {
 // and subnet settings.
 func (s *NetworkSpec) HasSettings() bool {
 	return s.Description != nil || s.Tags != nil || s.MTU != nil || s.AdminStateUp != nil || s.EnableDHCP != nil ||
-		s.DNSNameservers != nil || s.AllocationPools != nil || s.HostRoutes != nil
+		s.DNSNameservers != nil || s.AllocationPools != nil || s.HostRoutes != nil || s.Router != nil
 }
 
 // Detach reports whether deleting the Network leaves its Neutron network.
@@ -331,6 +362,22 @@ type NetworkStatus struct {
 	// Subnet is the Neutron subnet as last observed.
 	// +optional
 	Subnet *SubnetObservation `json:"subnet,omitempty"`
+
+	// Router is the router interface the controller added to the subnet
+	// (spec.router), as last observed.
+	// +optional
+	Router *RouterObservation `json:"router,omitempty"`
+}
+
+// RouterObservation is a router interface on a Network's subnet.
+type RouterObservation struct {
+	// ID is the router's ID.
+	// +kubebuilder:validation:MaxLength=255
+	ID string `json:"id"`
+	// PortID is the ID of the interface's port.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	PortID string `json:"portID,omitempty"`
 }
 
 // NetworkObservation is a Neutron network as the controller last read it.
@@ -491,4 +538,8 @@ const (
 	// cidr or gateway differs from the spec; reported, never repaired: fix
 	// the spec, or the network in the backend.
 	ReasonSpecMismatch = "SpecMismatch"
+	// ReasonRouterNotFound (Ready=False, permanent): spec.router names a
+	// router that does not exist or that the project cannot use (another
+	// project's); create it, or fix the spec.
+	ReasonRouterNotFound = "RouterNotFound"
 )

@@ -158,6 +158,16 @@ func validateSettings(spec NetworkSpec, p *field.Path, prefix netip.Prefix, cidr
 			errs = append(errs, field.Invalid(pp, pool.Start+"-"+pool.End, "every allocation pool must start and end inside cidr: give addresses of the subnet's range"))
 		}
 	}
+	if r := spec.Router; r != nil {
+		switch {
+		case (r.ID == "") == (r.Name == ""):
+			errs = append(errs, field.Invalid(p.Child("router"), "", routerOneOf))
+		case len(r.ID) > maxNameLength:
+			errs = append(errs, field.TooLong(p.Child("router", "id"), "", maxNameLength))
+		case len(r.Name) > maxNameLength:
+			errs = append(errs, field.TooLong(p.Child("router", "name"), "", maxNameLength))
+		}
+	}
 	rp := p.Child("hostRoutes")
 	if len(spec.HostRoutes) > maxHostRoutes {
 		errs = append(errs, field.TooMany(rp, len(spec.HostRoutes), maxHostRoutes))
@@ -251,7 +261,8 @@ const (
 	importNeither        = "import needs networkID or filter: set networkID to the Neutron network's ID, or filter to its exact name and/or tags"
 	cidrRequired         = "cidr is required unless import is set: give the network's address range, such as 192.168.0.0/16, or import an existing Neutron network"
 	gatewayRequired      = "gateway is required unless import is set: give the subnet's gateway, such as 192.168.0.1, or import an existing Neutron network"
-	unmanagedSettings    = "an Unmanaged Network never writes to Neutron: remove description, tags, mtu, adminStateUp, enableDHCP, dnsNameservers, allocationPools and hostRoutes, or use managementPolicy: Managed"
+	unmanagedSettings    = "an Unmanaged Network never writes to Neutron: remove description, tags, mtu, adminStateUp, enableDHCP, dnsNameservers, allocationPools, hostRoutes and router, or use managementPolicy: Managed"
+	routerOneOf          = "router takes id or name, exactly one: the router's ID, or its exact name"
 	emptyFilter          = "filter must set name or tags: an empty filter would match every network; give the network's exact name and/or tags it carries"
 )
 

@@ -89,6 +89,14 @@ type NetworkSpecApplyConfiguration struct {
 	// HostRoutes are the routes the subnet's DHCP hands out. [] removes
 	// them all.
 	HostRoutes []HostRouteApplyConfiguration `json:"hostRoutes,omitempty"`
+	// Router attaches the subnet to an existing Neutron router of the
+	// project: an interface of the router on the subnet's gateway address.
+	// Removing it removes the interface; deleting the Network removes it
+	// before the subnet (onDelete: Detach leaves it, with the network).
+	// To move the subnet to another router, remove router, then set the
+	// new one. A router that does not exist or the project cannot use is
+	// a RouterNotFound condition. Only for Managed Networks.
+	Router *RouterRefApplyConfiguration `json:"router,omitempty"`
 }
 
 // NetworkSpecApplyConfiguration constructs a declarative configuration of the NetworkSpec type for use with
@@ -212,5 +220,13 @@ func (b *NetworkSpecApplyConfiguration) WithHostRoutes(values ...*HostRouteApply
 		}
 		b.HostRoutes = append(b.HostRoutes, *values[i])
 	}
+	return b
+}
+
+// WithRouter sets the Router field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Router field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithRouter(value *RouterRefApplyConfiguration) *NetworkSpecApplyConfiguration {
+	b.Router = value
 	return b
 }

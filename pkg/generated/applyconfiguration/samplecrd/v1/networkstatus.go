@@ -42,6 +42,9 @@ type NetworkStatusApplyConfiguration struct {
 	Network *NetworkObservationApplyConfiguration `json:"network,omitempty"`
 	// Subnet is the Neutron subnet as last observed.
 	Subnet *SubnetObservationApplyConfiguration `json:"subnet,omitempty"`
+	// Router is the router interface the controller added to the subnet
+	// (spec.router), as last observed.
+	Router *RouterObservationApplyConfiguration `json:"router,omitempty"`
 }
 
 // NetworkStatusApplyConfiguration constructs a declarative configuration of the NetworkStatus type for use with
@@ -100,5 +103,13 @@ func (b *NetworkStatusApplyConfiguration) WithNetwork(value *NetworkObservationA
 // If called multiple times, the Subnet field is set to the value of the last call.
 func (b *NetworkStatusApplyConfiguration) WithSubnet(value *SubnetObservationApplyConfiguration) *NetworkStatusApplyConfiguration {
 	b.Subnet = value
+	return b
+}
+
+// WithRouter sets the Router field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Router field is set to the value of the last call.
+func (b *NetworkStatusApplyConfiguration) WithRouter(value *RouterObservationApplyConfiguration) *NetworkStatusApplyConfiguration {
+	b.Router = value
 	return b
 }
