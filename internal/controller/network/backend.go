@@ -61,9 +61,12 @@ type Backend interface {
 	UpdateGateway(ctx context.Context, cur Network, gateway string) (*Network, error)
 
 	// Update makes the backend network of cur (as for UpdateGateway) hold
-	// desired: its subnet's gateway desired.Gateway, and the network and
+	// desired: its subnet's gateway desired.Gateway, the network and
 	// subnet every setting desired.Settings sets (see Settings), leaving
-	// the ones it does not set as they are. It writes only what differs
+	// the ones it does not set as they are, and the subnet attached to
+	// desired.Router (an interface added), or to none (the interface it
+	// added removed). A router that is not there, or that the backend's
+	// project cannot use, is a permanent ReasonRouterNotFound error. It writes only what differs
 	// from what the backend holds, and fails as UpdateGateway does. A
 	// setting the backend refuses is a permanent ReasonBackendRejected
 	// error.
@@ -177,6 +180,14 @@ type Network struct {
 	// NetworkID and SubnetID are the backend's IDs; SubnetID is empty when
 	// the subnet is missing.
 	NetworkID, SubnetID string
+	// Router is, in what a caller passes, the router the spec attaches
+	// the subnet to (a router interface), nil for none.
+	Router *RouterRef
+	// RouterID and RouterPortID are, in what a backend returns, the
+	// router whose interface the backend added to the subnet for the
+	// Network, and that interface's port; empty when there is none (not
+	// asked for, not added yet, or removed behind the controller's back).
+	RouterID, RouterPortID string
 	// Settings are, in what a caller passes, the settings the Network's
 	// spec sets (the create writes them; Update makes the backend hold
 	// them), and, in what a backend returns, what it holds of every one.
@@ -212,7 +223,46 @@ func Desired(obj *samplecrdv1.Network) Network {
 		Gateway:   obj.Spec.Gateway,
 		NetworkID: obj.Status.NetworkID,
 		Settings:  SettingsOf(&obj.Spec),
+		Router:    RouterOf(obj.Spec.Router),
 	}
+}
+
+// RouterRef names an existing backend router: by ID, or (ID empty) by
+// its exact name.
+type RouterRef struct {
+	ID, Name string
+}
+
+// String identifies r in messages.
+func (r RouterRef) String() string {
+	if r.ID != "" {
+		return "router " + r.ID
+	}
+	return fmt.Sprintf("router named %q", r.Name)
+}
+
+// RouterOf returns the RouterRef of a spec's router, nil for none.
+func RouterOf(r *samplecrdv1.RouterRef) *RouterRef {
+	if r == nil {
+		return nil
+	}
+	return &RouterRef{ID: r.ID, Name: r.Name}
+}
+
+// RouterDiffers says how cur's router interface differs from what desired
+// asks for, or returns "".
+func RouterDiffers(desired Network, cur Network) string {
+	want := "none"
+	if desired.Router != nil {
+		want = desired.Router.String()
+	}
+	switch {
+	case desired.Router == nil && cur.RouterID != "",
+		desired.Router != nil && cur.RouterID == "",
+		desired.Router != nil && desired.Router.ID != "" && desired.Router.ID != cur.RouterID:
+		return fmt.Sprintf("router is %s in the backend, %s in the spec", orNull(cur.RouterID), want)
+	}
+	return ""
 }
 
 // ManagedBy is the value of the marker that says a backend object was
@@ -344,7 +394,7 @@ func Ensure(ctx context.Context, b Backend, desired Network, cur *Network, never
 			"backend subnet %s has cidr %s but the Network asks for %s: a subnet's CIDR cannot be changed; delete the Network and create it again",
 			cur.SubnetID, cur.CIDR, desired.CIDR))
 	}
-	if !SameIP(cur.Gateway, desired.Gateway) || len(desired.Settings.Diff(cur.Settings)) > 0 {
+	if !SameIP(cur.Gateway, desired.Gateway) || len(desired.Settings.Diff(cur.Settings)) > 0 || RouterDiffers(desired, *cur) != "" {
 		var err error
 		if cur, err = b.Update(ctx, *cur, desired); err != nil {
 			return nil, action, err

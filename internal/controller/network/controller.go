@@ -502,7 +502,13 @@ func changes(b Network, spec samplecrdv1.NetworkSpec) []string {
 	if spec.Gateway != "" && !SameIP(b.Gateway, spec.Gateway) {
 		diffs = append(diffs, fmt.Sprintf("gateway is %s in the backend, %s in the spec", orNull(b.Gateway), spec.Gateway))
 	}
-	return append(diffs, SettingsOf(&spec).Diff(b.Settings)...)
+	diffs = append(diffs, SettingsOf(&spec).Diff(b.Settings)...)
+	if spec.Import == nil || spec.Policy() == samplecrdv1.ManagementPolicyManaged {
+		if d := RouterDiffers(Network{Router: RouterOf(spec.Router)}, b); d != "" {
+			diffs = append(diffs, d)
+		}
+	}
+	return diffs
 }
 
 // updated records an update of the backend network of cached: what

@@ -64,7 +64,16 @@ func inStatus(status *samplecrdv1.NetworkStatus, got *Network) bool {
 	if got.ObservedSubnet != nil && !equality.Semantic.DeepEqual(NormalizeSubnet(status.Subnet), NormalizeSubnet(got.ObservedSubnet)) {
 		return false
 	}
-	return true
+	return equality.Semantic.DeepEqual(status.Router, routerStatus(got))
+}
+
+// routerStatus returns what a Network's status shows of got's router
+// interface.
+func routerStatus(got *Network) *samplecrdv1.RouterObservation {
+	if got.RouterID == "" {
+		return nil
+	}
+	return &samplecrdv1.RouterObservation{ID: got.RouterID, PortID: got.RouterPortID}
 }
 
 // setInStatus writes what got holds into status (see inStatus).
@@ -79,4 +88,5 @@ func setInStatus(status *samplecrdv1.NetworkStatus, got *Network) {
 	if got.ObservedSubnet != nil {
 		status.Subnet = NormalizeSubnet(got.ObservedSubnet)
 	}
+	status.Router = routerStatus(got)
 }

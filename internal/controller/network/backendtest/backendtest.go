@@ -52,6 +52,13 @@ type Setup struct {
 	// made so far, to check that idempotent calls write nothing.
 	Writes func() int
 
+	// AddRouter, if set, adds a router the backend's project can use, named
+	// name, and returns its ID.
+	AddRouter func(t *testing.T, name string) string
+	// ForeignRouter, if set, returns the ID of a router the backend's
+	// project cannot use (another project's).
+	ForeignRouter func(t *testing.T) string
+
 	// RejectsOverlap says the backend is configured to reject a CIDR that
 	// overlaps another network's (a shared address scope).
 	RejectsOverlap bool
@@ -92,6 +99,8 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"SettingsAtCreate", testSettingsAtCreate},
 		{"SettingsUpdatedInPlace", testSettingsUpdated},
 		{"SettingsRefused", testSettingsRefused},
+		{"RouterAttachedAndDetached", testRouter},
+		{"RouterMissingOrNotUsable", testRouterMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -1067,5 +1076,107 @@ func testSettingsRefused(t *testing.T, ctx context.Context, s Setup) {
 	bad.Settings.AllocationPools = []samplecrdv1.AllocationPoolSpec{{Start: "10.45.0.1", End: "10.45.0.20"}}
 	if _, err := s.Backend.Create(ctx, bad); !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
 		t.Errorf("Create with the gateway inside a pool = %v, want a permanent %s error", err, samplecrdv1.ReasonBackendRejected)
+	}
+}
+
+func addRouter(t *testing.T, s Setup, name string) string {
+	t.Helper()
+	if s.AddRouter == nil {
+		t.Skip("the setup cannot add routers")
+	}
+	return s.AddRouter(t, name)
+}
+
+// checkRouter fails unless got, and the next List, show the subnet
+// attached to router (none when "").
+func checkRouter(t *testing.T, ctx context.Context, b network.Backend, what string, got *network.Network, router string) {
+	t.Helper()
+	if got.RouterID != router || (router != "") != (got.RouterPortID != "") {
+		t.Errorf("%s: router %q port %q, want router %q", what, got.RouterID, got.RouterPortID, router)
+	}
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, n := range list {
+		if n.UID == got.UID {
+			if n.RouterID != got.RouterID || n.RouterPortID != got.RouterPortID {
+				t.Errorf("%s returned router %q port %q, the next List %q %q", what, got.RouterID, got.RouterPortID, n.RouterID, n.RouterPortID)
+			}
+			return
+		}
+	}
+	t.Fatalf("List lacks %s", got.UID)
+}
+
+func testRouter(t *testing.T, ctx context.Context, s Setup) {
+	name := "edge-" + string(uuid.NewUUID())[:8]
+	router := addRouter(t, s, name)
+	d := desired(1, "10.49.0.0/24", "10.49.0.1")
+	d.Router = &network.RouterRef{Name: name}
+	created := mustCreate(t, ctx, s.Backend, d)
+	checkRouter(t, ctx, s.Backend, "Create with a router by name", created, router)
+	before := writes(s)
+	if _, action, err := network.Ensure(ctx, s.Backend, d, created, false); err != nil || action != network.ActionNone {
+		t.Fatalf("Ensure of an attached subnet = %v, %q; want nothing done", err, action)
+	}
+	if w := writes(s) - before; w != 0 {
+		t.Fatalf("Ensure of an attached subnet wrote %d times, want 0", w)
+	}
+	// A changed setting leaves the interface.
+	d.Settings.DNSNameservers = []string{"10.49.0.53"}
+	got, _, err := network.Ensure(ctx, s.Backend, d, created, false)
+	if err != nil {
+		t.Fatalf("Ensure with a dns server: %v", err)
+	}
+	checkRouter(t, ctx, s.Backend, "Ensure with a dns server", got, router)
+	// The gateway of a routed subnet cannot move: the interface holds it.
+	moved := d
+	moved.Gateway = "10.49.0.254"
+	if _, _, err := network.Ensure(ctx, s.Backend, moved, got, false); !network.IsPermanent(err) {
+		t.Errorf("Ensure moving the gateway of a routed subnet = %v, want a permanent error", err)
+	}
+	// Removed from the spec: the interface goes.
+	d.Router = nil
+	if got, _, err = network.Ensure(ctx, s.Backend, d, got, false); err != nil {
+		t.Fatalf("Ensure without the router: %v", err)
+	}
+	checkRouter(t, ctx, s.Backend, "Ensure without the router", got, "")
+	// By ID, then deleted with the interface.
+	d.Router = &network.RouterRef{ID: router}
+	if got, _, err = network.Ensure(ctx, s.Backend, d, got, false); err != nil {
+		t.Fatalf("Ensure with the router by id: %v", err)
+	}
+	checkRouter(t, ctx, s.Backend, "Ensure with the router by id", got, router)
+	if err := s.Backend.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete of a routed network: %v", err)
+	}
+	checkNotFound(t, ctx, s.Backend, d.UID)
+}
+
+func testRouterMissing(t *testing.T, ctx context.Context, s Setup) {
+	name := "edge-" + string(uuid.NewUUID())[:8]
+	addRouter(t, s, name)
+	missing := []*network.RouterRef{{Name: "no-such-router-" + name}, {ID: string(uuid.NewUUID())}}
+	if s.ForeignRouter != nil {
+		missing = append(missing, &network.RouterRef{ID: s.ForeignRouter(t)})
+	}
+	for i, ref := range missing {
+		d := desired(i, fmt.Sprintf("10.50.%d.0/24", i), fmt.Sprintf("10.50.%d.1", i))
+		d.Router = ref
+		got, _, err := network.Ensure(ctx, s.Backend, d, nil, true)
+		if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonRouterNotFound {
+			t.Errorf("Ensure with %s = %+v, %v; want a permanent %s error", ref, got, err, samplecrdv1.ReasonRouterNotFound)
+		}
+		// The network and subnet are there, unattached: once the router
+		// is right, Ensure attaches them.
+		d.Router = &network.RouterRef{Name: name}
+		got, _, err = network.Ensure(ctx, s.Backend, d, nil, false)
+		if err != nil || got.RouterID == "" {
+			t.Errorf("Ensure with the router fixed = %+v, %v; want it attached", got, err)
+		}
+		if err := s.Backend.Delete(ctx, d); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
 	}
 }

@@ -282,6 +282,8 @@ type Backend struct {
 	fault    FaultFunc
 	failNext []error
 	stats    Stats
+	// routers are the routers subnets can be attached to, names by ID.
+	routers map[string]string
 }
 
 var _ network.Backend = (*Backend)(nil)
@@ -296,7 +298,7 @@ func WithOverlappingCIDRs() Option { return func(b *Backend) { b.overlap = true 
 
 // New returns an empty in-memory backend.
 func New(opts ...Option) *Backend {
-	b := &Backend{objects: map[string]*Object{}, byUID: map[types.UID]string{}}
+	b := &Backend{objects: map[string]*Object{}, byUID: map[types.UID]string{}, routers: map[string]string{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -343,6 +345,71 @@ func (b *Backend) AddForeign(name, cidr, gateway string, tags ...string) string 
 	id := b.newID("net")
 	b.objects[id] = &Object{Tags: tags, BackendName: name, Revision: 2, Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
 	return id
+}
+
+// AddRouter adds a router named name, as an operator would, and returns
+// its ID.
+func (b *Backend) AddRouter(name string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.newID("router")
+	b.routers[id] = name
+	return id
+}
+
+// RemoveInterface removes the router interface of network id's subnet,
+// as an operator would behind the controller's back.
+func (b *Backend) RemoveInterface(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o := b.objects[id]; o != nil {
+		o.RouterID, o.RouterPortID = "", ""
+	}
+}
+
+// resolveRouter returns the ID of the router ref names.
+func (b *Backend) resolveRouter(ref network.RouterRef) (string, error) {
+	if ref.ID != "" {
+		if _, ok := b.routers[ref.ID]; ok {
+			return ref.ID, nil
+		}
+	} else {
+		var ids []string
+		for id, name := range b.routers {
+			if name == ref.Name {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		switch len(ids) {
+		case 1:
+			return ids[0], nil
+		case 0:
+		default:
+			return "", network.Permanent("attach to "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+				"%d routers have that name (%s): name one by id", len(ids), strings.Join(ids, ", ")))
+		}
+	}
+	return "", network.Permanent("attach to "+ref.String(), samplecrdv1.ReasonRouterNotFound, fmt.Errorf(
+		"no such router the project can use: create it, or fix spec.router"))
+}
+
+// attach makes o's subnet attached to ref's router, or to none (ref nil);
+// it reports whether it changed anything.
+func (b *Backend) attach(o *Object, ref *network.RouterRef) (bool, error) {
+	switch {
+	case ref == nil && o.RouterID != "":
+		o.RouterID, o.RouterPortID = "", ""
+		return true, nil
+	case ref == nil, ref.ID != "" && ref.ID == o.RouterID, ref.ID == "" && o.RouterID != "":
+		return false, nil
+	}
+	id, err := b.resolveRouter(*ref)
+	if err != nil {
+		return false, err
+	}
+	o.RouterID, o.RouterPortID = id, b.newID("port")
+	return true, nil
 }
 
 // RenameForeign renames the foreign network id, as an operator would
@@ -496,6 +563,9 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	o.Revision++
 	o.SubnetRevision = 1
 	b.stats.Creates++
+	if _, err := b.attach(o, desired.Router); err != nil {
+		return nil, err // the network and subnet stay, as with Neutron: Ensure attaches them later
+	}
 	logger.Info("[Neutron mock] Created subnet", "network", klog.KRef(desired.Namespace, desired.Name), "uid", desired.UID,
 		"cidr", o.CIDR, "gateway", o.Gateway, "networkID", o.NetworkID, "subnetID", o.SubnetID)
 	n := o.view()
@@ -576,6 +646,10 @@ func (b *Backend) update(ctx context.Context, op Op, cur, desired network.Networ
 	if err := check("update subnet", o.CIDR, gateway, set); err != nil {
 		return nil, err
 	}
+	if gateway != o.Gateway && o.RouterID != "" {
+		return nil, network.Permanent("update subnet", samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"gateway ip %s is in use by the interface of router %s (port %s)", o.Gateway, o.RouterID, o.RouterPortID))
+	}
 	old := o.Gateway
 	o.Gateway = gateway
 	if old != gateway && desired.Settings.AllocationPools == nil {
@@ -584,6 +658,15 @@ func (b *Backend) update(ctx context.Context, op Op, cur, desired network.Networ
 	netChanged, subChanged := o.apply(desired.Settings)
 	if old != gateway {
 		subChanged = true
+	}
+	if op == OpUpdate {
+		attached, err := b.attach(o, desired.Router)
+		if err != nil {
+			return nil, err
+		}
+		if attached {
+			b.stats.Updates++
+		}
 	}
 	if subChanged {
 		o.SubnetRevision++
@@ -601,7 +684,8 @@ func (b *Backend) update(ctx context.Context, op Op, cur, desired network.Networ
 	return &n, nil
 }
 
-// Delete implements network.Backend.
+// Delete implements network.Backend: the router interface goes with the
+// subnet.
 func (b *Backend) Delete(ctx context.Context, n network.Network) error {
 	uid := n.UID
 	if err := b.begin(ctx, OpDelete, uid); err != nil {

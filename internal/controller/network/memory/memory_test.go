@@ -22,7 +22,8 @@ import (
 func setup(t *testing.T) backendtest.Setup {
 	b := memory.New()
 	return backendtest.Setup{
-		Backend: b,
+		Backend:   b,
+		AddRouter: func(t *testing.T, name string) string { return b.AddRouter(name) },
 		AddForeign: func(t *testing.T, name, cidr, gateway string, tags ...string) string {
 			return b.AddForeign(name, cidr, gateway, tags...)
 		},
