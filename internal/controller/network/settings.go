@@ -2,6 +2,7 @@ package network
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,7 +133,7 @@ func (s Settings) Diff(held Settings) []string {
 	if s.DNSNameservers != nil && !slices.EqualFunc(held.DNSNameservers, s.DNSNameservers, SameIP) {
 		add("dnsNameservers", list(held.DNSNameservers), list(s.DNSNameservers))
 	}
-	if s.AllocationPools != nil && !slices.EqualFunc(held.AllocationPools, s.AllocationPools, func(a, b samplecrdv1.AllocationPoolSpec) bool {
+	if s.AllocationPools != nil && !slices.EqualFunc(sortedPools(held.AllocationPools), sortedPools(s.AllocationPools), func(a, b samplecrdv1.AllocationPoolSpec) bool {
 		return SameIP(a.Start, b.Start) && SameIP(a.End, b.End)
 	}) {
 		add("allocationPools", pools(held.AllocationPools), pools(s.AllocationPools))
@@ -142,6 +143,21 @@ func (s Settings) Diff(held Settings) []string {
 	}) {
 		add("hostRoutes", routes(held.HostRoutes), routes(s.HostRoutes))
 	}
+	return out
+}
+
+// sortedPools returns pools sorted by their start: Neutron keeps no order
+// of a subnet's pools.
+func sortedPools(pools []samplecrdv1.AllocationPoolSpec) []samplecrdv1.AllocationPoolSpec {
+	out := slices.Clone(pools)
+	slices.SortFunc(out, func(a, b samplecrdv1.AllocationPoolSpec) int {
+		x, errX := netip.ParseAddr(a.Start)
+		y, errY := netip.ParseAddr(b.Start)
+		if errX != nil || errY != nil {
+			return strings.Compare(a.Start, b.Start)
+		}
+		return x.Compare(y)
+	})
 	return out
 }
 

@@ -656,7 +656,11 @@ func (b *Backend) Get(ctx context.Context, uid types.UID) (*network.Network, err
 	if err != nil {
 		return nil, err
 	}
-	return b.toNetwork(n, s), nil
+	out := b.toNetwork(n, s)
+	if err := b.readInterface(ctx, out, s); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // tag replaces the tags of a network or subnet of n with its tags plus ours.
@@ -823,8 +827,17 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			net.RevisionNumber++ // a new subnet revises its network
 		}
 	}
+	router := ""
 	if adopted {
-		tags, err := b.tag(ctx, "subnets", sub.ID, sub.Tags, desired)
+		// The router's mark goes on with ours, before the interface: a
+		// crash in between leaves a mark without an interface, which the
+		// next List sees and the next sync completes.
+		if desired.Router != nil {
+			if router, err = b.resolveRouter(ctx, *desired.Router); err != nil {
+				return nil, err
+			}
+		}
+		tags, err := b.replaceTags(ctx, "subnets", sub.ID, withMark(withTags(sub.Tags, b.tags(desired), desired.Settings.Tags), router))
 		if err != nil {
 			return nil, err
 		}
@@ -833,6 +846,17 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 	}
 	out := b.toNetwork(net, sub)
 	out.Existed = !made
+	if router != "" {
+		port, err := b.addInterface(ctx, router, sub.ID)
+		if err != nil {
+			return nil, err
+		}
+		out.RouterID, out.RouterPortID = router, port
+	} else if !adopted {
+		if err := b.readInterface(ctx, out, sub); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -964,6 +988,12 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 				foreign = append(foreign, s.ID)
 				continue
 			}
+			// Neutron refuses to delete a subnet a router port uses.
+			if router := routerMark(s.Tags); router != "" {
+				if err := b.removeInterface(ctx, router, s.ID); err != nil {
+					return err
+				}
+			}
 			if err := b.deleteSubnet(ctx, s.ID); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 				return classify("delete subnet "+s.ID, err)
 			}
@@ -1012,6 +1042,8 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 		byNetwork[subs[j].NetworkID] = append(byNetwork[subs[j].NetworkID], &subs[j])
 	}
 	out := make([]network.Network, 0, len(nets))
+	var picked []*subnets.Subnet
+	routed := false
 	for i := range nets {
 		uid := uidFromTags(nets[i].Tags)
 		if uid == "" {
@@ -1025,6 +1057,19 @@ func (b *Backend) List(ctx context.Context) ([]network.Network, error) {
 			}
 		}
 		out = append(out, *b.toNetwork(&nets[i], sub))
+		picked = append(picked, sub)
+		routed = routed || (sub != nil && routerMark(sub.Tags) != "")
+	}
+	if routed {
+		// Some subnets are (to be) attached to routers: one list of the
+		// project's router interfaces says which are.
+		ps, err := b.routerPorts(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			attached(&out[i], picked[i], ps)
+		}
 	}
 	return out, nil
 }
@@ -1206,10 +1251,12 @@ func (b *Backend) subnetsOf(ctx context.Context, ids []string) ([]subnets.Subnet
 }
 
 // untag replaces the tags of a network or subnet with existing minus ours
-// (the UID, managed-by and ref tags), plus DetachedTag.
+// (the UID, managed-by, ref and router tags), plus DetachedTag. A router
+// interface stays: the network is left as it is, routed.
 func (b *Backend) untag(ctx context.Context, resource, id string, existing []string) error {
 	keep := slices.DeleteFunc(slices.Clone(existing), func(t string) bool {
-		return strings.HasPrefix(t, UIDTagPrefix) || t == b.managedTag() || strings.HasPrefix(t, RefTagPrefix) || t == DetachedTag
+		return strings.HasPrefix(t, UIDTagPrefix) || t == b.managedTag() || strings.HasPrefix(t, RefTagPrefix) || t == DetachedTag ||
+			strings.HasPrefix(t, RouterTagPrefix)
 	})
 	keep = append(keep, DetachedTag)
 	ctx, cancel := b.request(ctx)
@@ -1395,6 +1442,11 @@ func classify(op string, err error) error {
 		// Freed when other networks go, or raised by an operator: retry.
 		return network.Transient(op, samplecrdv1.ReasonQuotaExceeded, fmt.Errorf(
 			"%w (ask the cloud's operator to raise the project's quota, or delete unused networks)", msg))
+	case code == http.StatusConflict && typ == "GatewayIpInUse":
+		// A router's interface holds the gateway address: only removing
+		// the router from the spec frees it.
+		return network.Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"%w (remove spec.router first: the interface is removed, the gateway can change, then set the router again)", msg))
 	case code == http.StatusConflict && strings.HasSuffix(typ, "InUse"):
 		// Something (ports of VMs) still uses the network: retry later.
 		return network.Transient(op, samplecrdv1.ReasonBackendInUse, msg)

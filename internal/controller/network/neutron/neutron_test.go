@@ -47,6 +47,10 @@ func TestConformance(t *testing.T) {
 			InterruptNextCreate: func(t *testing.T) {
 				proxy.FailRoute("POST /v2.0/subnets", http.StatusServiceUnavailable, 1)
 			},
+			AddRouter: func(t *testing.T, name string) string { return cloud.AddRouter(t, "", name) },
+			ForeignRouter: func(t *testing.T) string {
+				return cloud.AddRouter(t, cloud.AdminProjectID, "admins-"+string(uuid.NewUUID())[:8])
+			},
 			Writes: proxy.Writes,
 			// Neutron only refuses overlapping subnets within one network.
 			RejectsOverlap: false,

@@ -186,7 +186,9 @@ func subnetSettings(opts *subnets.CreateOpts, set network.Settings) {
 // Update implements network.Backend: a PUT of the subnet when its
 // gateway or a subnet setting differs, then one of the network when a
 // network setting does, then a PUT of the tags of each whose user tags
-// differ; nothing when all match.
+// (or, the subnet's, router mark) differ, and the router interface added
+// or removed (a list of routers first, to find one by name); nothing
+// when all match.
 func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*network.Network, error) {
 	if cur.SubnetID == "" || cur.NetworkID == "" || cur.CIDR == "" || cur.Observed == nil || cur.ObservedSubnet == nil {
 		n, s, err := b.get(ctx, cur.UID)
@@ -197,6 +199,9 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 			return nil, fmt.Errorf("update: subnet of neutron network %s: %w", n.ID, network.ErrNotFound)
 		}
 		cur = *b.toNetwork(n, s)
+		if err := b.readInterface(ctx, &cur, s); err != nil {
+			return nil, err
+		}
 	}
 	gateway := desired.Gateway
 	if gateway == "" {
@@ -287,26 +292,55 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 		out.Observed = observeNetwork(&n)
 	}
 
-	// The tags.
+	// The router: resolved first (a name), the old interface removed
+	// before its mark, the new one added after its mark (see router.go).
+	mark := routerMark(out.ObservedSubnet.Tags)
+	newMark, attach := mark, false
+	if desired.Router == nil {
+		newMark = ""
+	} else if network.RouterDiffers(desired, cur) != "" {
+		id, err := b.resolveRouter(ctx, *desired.Router)
+		if err != nil {
+			return nil, err
+		}
+		newMark, attach = id, true
+	}
+	if mark != "" && mark != newMark {
+		if err := b.removeInterface(ctx, mark, cur.SubnetID); err != nil {
+			return nil, err
+		}
+		out.RouterID, out.RouterPortID = "", ""
+	}
+
+	// The tags: the user's, and the subnet's router mark.
+	if want.Tags != nil && !slices.Equal(userTags(out.Observed.Tags), want.Tags) {
+		tags, err := b.replaceTags(ctx, "networks", cur.NetworkID, withTags(out.Observed.Tags, nil, want.Tags))
+		if err != nil {
+			return nil, err
+		}
+		o := out.Observed.DeepCopy()
+		o.Tags, o.RevisionNumber = tags, o.RevisionNumber+1
+		out.Observed = network.NormalizeNetwork(o)
+	}
+	subTags := out.ObservedSubnet.Tags
 	if want.Tags != nil {
-		if !slices.Equal(userTags(out.Observed.Tags), want.Tags) {
-			tags, err := b.replaceTags(ctx, "networks", cur.NetworkID, withTags(out.Observed.Tags, nil, want.Tags))
-			if err != nil {
-				return nil, err
-			}
-			o := out.Observed.DeepCopy()
-			o.Tags, o.RevisionNumber = tags, o.RevisionNumber+1
-			out.Observed = network.NormalizeNetwork(o)
+		subTags = withTags(subTags, nil, want.Tags)
+	}
+	if subTags = withMark(subTags, newMark); !slices.Equal(slices.Sorted(slices.Values(subTags)), out.ObservedSubnet.Tags) {
+		tags, err := b.replaceTags(ctx, "subnets", cur.SubnetID, subTags)
+		if err != nil {
+			return nil, err
 		}
-		if !slices.Equal(userTags(out.ObservedSubnet.Tags), want.Tags) {
-			tags, err := b.replaceTags(ctx, "subnets", cur.SubnetID, withTags(out.ObservedSubnet.Tags, nil, want.Tags))
-			if err != nil {
-				return nil, err
-			}
-			o := out.ObservedSubnet.DeepCopy()
-			o.Tags, o.RevisionNumber = tags, o.RevisionNumber+1
-			out.ObservedSubnet = network.NormalizeSubnet(o)
+		o := out.ObservedSubnet.DeepCopy()
+		o.Tags, o.RevisionNumber = tags, o.RevisionNumber+1
+		out.ObservedSubnet = network.NormalizeSubnet(o)
+	}
+	if attach {
+		port, err := b.addInterface(ctx, newMark, cur.SubnetID)
+		if err != nil {
+			return nil, err
 		}
+		out.RouterID, out.RouterPortID = newMark, port
 	}
 	out.Settings = b.settingsOf(out.Observed, out.ObservedSubnet)
 	return &out, nil

@@ -43,11 +43,16 @@ func (r Request) String() string { return fmt.Sprintf("%s %s %d", r.Method, r.Pa
 
 // IsList reports whether r is a request of the backend's List for
 // managed-by value managedBy: networks or subnets filtered by that tag
-// alone.
+// alone (or, with a router, the project's router interfaces: any
+// managed-by value's).
 func (r Request) IsList(managedBy string) bool {
 	p, err := url.QueryUnescape(r.Path)
 	if err != nil {
 		p = r.Path
+	}
+	if r.Method == "GET" && strings.HasPrefix(p, "/v2.0/ports?") && strings.Contains(p, "device_owner=network:router_interface") &&
+		!strings.Contains(p, "fixed_ips") {
+		return true
 	}
 	return r.Method == "GET" && strings.Contains(p, "tags="+neutron.ManagedByTagPrefix+managedBy) &&
 		!strings.Contains(p, neutron.UIDTagPrefix)

@@ -27,7 +27,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
@@ -321,4 +323,36 @@ func (c *Cloud) AddNetwork(t testing.TB, projectID, name, cidr, gateway string, 
 		t.Fatal(err)
 	}
 	return *got
+}
+
+// AddRouter creates, as the admin, a router named name in project
+// projectID (ProjectID when ""), as an operator would, and returns its
+// ID; it is deleted when t ends (after its interfaces, which a test
+// leaves only when it failed).
+func (c *Cloud) AddRouter(t testing.TB, projectID, name string) string {
+	t.Helper()
+	if projectID == "" {
+		projectID = c.ProjectID
+	}
+	admin := c.Admin(t)
+	r, err := routers.Create(context.Background(), admin, routers.CreateOpts{Name: name, ProjectID: projectID}).Extract()
+	if err != nil {
+		t.Fatalf("creating router %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		pages, err := ports.List(admin, ports.ListOpts{DeviceID: r.ID, DeviceOwner: "network:router_interface"}).AllPages(ctx)
+		if err == nil {
+			ps, _ := ports.ExtractPorts(pages)
+			for _, p := range ps {
+				for _, ip := range p.FixedIPs {
+					_, _ = routers.RemoveInterface(ctx, admin, r.ID, routers.RemoveInterfaceOpts{SubnetID: ip.SubnetID}).Extract()
+				}
+			}
+		}
+		if err := routers.Delete(ctx, admin, r.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+			t.Errorf("cleaning up router %s: %v", r.ID, err)
+		}
+	})
+	return r.ID
 }
