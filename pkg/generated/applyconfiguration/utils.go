@@ -58,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &samplecrdv1.RouterRefApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("SubnetObservation"):
 		return &samplecrdv1.SubnetObservationApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("SubnetPoolRef"):
+		return &samplecrdv1.SubnetPoolRefApplyConfiguration{}
 
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
@@ -85,7 +86,8 @@ func networkObject(t testing.TB, spec NetworkSpec) map[string]any {
 		t.Fatal(err)
 	}
 	var s map[string]any
-	if err := json.Unmarshal(data, &s); err != nil {
+	// As the API server decodes it: whole numbers as int64.
+	if err := utiljson.Unmarshal(data, &s); err != nil {
 		t.Fatal(err)
 	}
 	if spec.Import == nil {
@@ -203,6 +205,7 @@ func TestCRDValidationUpdate(t *testing.T) {
 		change(&s)
 		return s
 	}
+	pooled := NetworkSpec{SubnetPool: &SubnetPoolRef{Name: "shared"}, PrefixLength: ptr(int32(26))}
 	routed := with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "edge"} })
 	for _, tc := range []struct {
 		name    string
@@ -224,6 +227,11 @@ func TestCRDValidationUpdate(t *testing.T) {
 		{name: "import gateway changed", old: &byID, spec: with(byID, func(s *NetworkSpec) { s.Gateway = "10.0.0.1" })},
 		{name: "import cidr added", old: &byID, spec: with(byID, func(s *NetworkSpec) { s.CIDR = "10.0.0.0/8" }), wantErr: "cidr is immutable"},
 		{name: "unchanged", spec: seed},
+		{name: "subnet pool added", spec: pooled, wantErr: "subnetPool and prefixLength are immutable"},
+		{name: "subnet pool changed", old: &pooled, spec: with(pooled, func(s *NetworkSpec) { s.SubnetPool = &SubnetPoolRef{Name: "other"} }),
+			wantErr: "subnetPool is immutable: Neutron cannot move a subnet to another pool"},
+		{name: "prefix length changed", old: &pooled, spec: with(pooled, func(s *NetworkSpec) { s.PrefixLength = ptr(int32(27)) }), wantErr: "prefixLength is immutable"},
+		{name: "pooled settings changed", old: &pooled, spec: with(pooled, func(s *NetworkSpec) { s.EnableDHCP = ptr(false) })},
 		{name: "router added", spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "edge"} })},
 		{name: "router removed", old: &routed, spec: seed},
 		{name: "router switched", old: &routed, spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "other"} }),

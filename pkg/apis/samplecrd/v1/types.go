@@ -39,8 +39,11 @@ type Network struct {
 // invalid spec with the messages below; ValidateSpec performs the same checks
 // in Go.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.cidr) && size(self.cidr) > 0) || has(self.import)",message="cidr is required unless import is set: give the network's address range, such as 192.168.0.0/16, or import an existing Neutron network",fieldPath=".cidr",reason=FieldValueRequired
-// +kubebuilder:validation:XValidation:rule="(has(self.gateway) && size(self.gateway) > 0) || has(self.import)",message="gateway is required unless import is set: give the subnet's gateway, such as 192.168.0.1, or import an existing Neutron network",fieldPath=".gateway",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="(has(self.cidr) && size(self.cidr) > 0) || has(self.import) || has(self.subnetPool)",message="cidr is required unless import or subnetPool is set: give the network's address range, such as 192.168.0.0/16, import an existing Neutron network, or take the range from a subnetPool",fieldPath=".cidr",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="(has(self.gateway) && size(self.gateway) > 0) || has(self.import) || has(self.subnetPool)",message="gateway is required unless import or subnetPool is set: give the subnet's gateway, such as 192.168.0.1, or import an existing Neutron network",fieldPath=".gateway",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.subnetPool) || ((!has(self.cidr) || size(self.cidr) == 0) && (!has(self.gateway) || size(self.gateway) == 0) && !has(self.import) && !has(self.allocationPools))",message="subnetPool takes the subnet's range from the pool: remove cidr, gateway and allocationPools (Neutron picks the range and its first address as the gateway; status.subnet shows them), and import (an imported network has its subnet)",fieldPath=".subnetPool",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.prefixLength) || has(self.subnetPool)",message="prefixLength applies only with subnetPool: set subnetPool, or give the range as cidr",fieldPath=".prefixLength",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="has(self.subnetPool) == has(oldSelf.subnetPool) && has(self.prefixLength) == has(oldSelf.prefixLength)",message="subnetPool and prefixLength are immutable: Neutron cannot move a subnet to another pool or range; delete the Network and create it again",fieldPath=".subnetPool"
 // +kubebuilder:validation:XValidation:rule="!has(self.managementPolicy) || self.managementPolicy != 'Unmanaged' || has(self.import)",message="an Unmanaged Network only observes an existing Neutron network: set import.networkID or import.filter, or use managementPolicy: Managed to have one created",fieldPath=".import",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!has(self.onDelete) || !has(self.managementPolicy) || self.managementPolicy != 'Unmanaged'",message="onDelete applies only to Managed Networks: deleting an Unmanaged Network never touches Neutron; remove onDelete",fieldPath=".onDelete",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="(has(self.managementPolicy) ? self.managementPolicy : 'Managed') == (has(oldSelf.managementPolicy) ? oldSelf.managementPolicy : 'Managed')",message="managementPolicy is immutable: delete the Network and create it again with the new policy (a Managed Network with onDelete: Detach leaves its Neutron network in place when deleted, so it can be imported again)",fieldPath=".managementPolicy"
@@ -187,6 +190,28 @@ type NetworkSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	HostRoutes []HostRoute `json:"hostRoutes,omitempty"`
 
+	// SubnetPool takes the subnet's range from a Neutron subnet pool (a
+	// shared one of the cloud, or the project's) instead of cidr: Neutron
+	// allocates a free range of prefixLength and the gateway (its first
+	// address); status.subnet shows them. Exactly one of cidr and
+	// subnetPool; not with import or gateway. A pool that is not there is
+	// a SubnetPoolNotFound condition, one without room SubnetPoolExhausted.
+	// Immutable.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="subnetPool is immutable: Neutron cannot move a subnet to another pool; delete the Network and create it again"
+	SubnetPool *SubnetPoolRef `json:"subnetPool,omitempty"`
+
+	// PrefixLength is the prefix length of the range taken from
+	// subnetPool (default: the pool's default prefix length; Neutron
+	// refuses one outside the pool's bounds). Immutable.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=128
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="prefixLength is immutable: delete the Network and create it again"
+	PrefixLength *int32 `json:"prefixLength,omitempty"`
+
 	// Router attaches the subnet to an existing Neutron router of the
 	// project: an interface of the router on the subnet's gateway address.
 	// Removing it removes the interface; deleting the Network removes it
@@ -197,6 +222,23 @@ type NetworkSpec struct {
 	//
 	// +optional
 	Router *RouterRef `json:"router,omitempty"`
+}
+
+// SubnetPoolRef names an existing Neutron subnet pool: by ID, or by its
+// exact name (exactly one pool the project sees must have it).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.id) != has(self.name)",message="subnetPool takes id or name, exactly one: the pool's ID, or its exact name"
+type SubnetPoolRef struct {
+	// ID is the pool's ID.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ID string `json:"id,omitempty"`
+	// Name is the pool's exact name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Name string `json:"name,omitempty"`
 }
 
 // RouterRef names an existing Neutron router: by ID, or by its exact name
@@ -447,6 +489,10 @@ type SubnetObservation struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	HostRoutes []HostRouteObservation `json:"hostRoutes,omitempty"`
+	// SubnetPoolID is the pool the subnet's range was taken from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	SubnetPoolID string `json:"subnetPoolID,omitempty"`
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	Description string `json:"description,omitempty"`
@@ -542,4 +588,12 @@ const (
 	// router that does not exist or that the project cannot use (another
 	// project's); create it, or fix the spec.
 	ReasonRouterNotFound = "RouterNotFound"
+	// ReasonSubnetPoolNotFound (Ready=False, permanent): spec.subnetPool
+	// names a pool that does not exist or that the project cannot use;
+	// create or share it, or fix the spec.
+	ReasonSubnetPoolNotFound = "SubnetPoolNotFound"
+	// ReasonSubnetPoolExhausted (Ready=False, transient): the pool has no
+	// free range of the prefix length; the controller retries with
+	// backoff until a range is freed or the pool grows.
+	ReasonSubnetPoolExhausted = "SubnetPoolExhausted"
 )

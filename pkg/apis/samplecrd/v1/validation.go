@@ -42,6 +42,27 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 
 	errs = append(errs, validatePolicies(spec, p)...)
 	imported := spec.Import != nil
+	pooled := spec.SubnetPool != nil
+	if pooled {
+		if spec.CIDR != "" || spec.Gateway != "" || imported || spec.AllocationPools != nil {
+			errs = append(errs, field.Forbidden(p.Child("subnetPool"), poolExclusive))
+		}
+		if r := spec.SubnetPool; (r.ID == "") == (r.Name == "") {
+			errs = append(errs, field.Invalid(p.Child("subnetPool"), "", poolOneOf))
+		} else if len(r.ID) > maxNameLength || len(r.Name) > maxNameLength {
+			errs = append(errs, field.TooLong(p.Child("subnetPool"), "", maxNameLength))
+		}
+		// Its range is Neutron's: neither cidr nor gateway is required.
+		imported = true
+	}
+	if spec.PrefixLength != nil {
+		switch {
+		case !pooled:
+			errs = append(errs, field.Forbidden(p.Child("prefixLength"), prefixWithoutPool))
+		case *spec.PrefixLength < 1 || *spec.PrefixLength > 128:
+			errs = append(errs, field.Invalid(p.Child("prefixLength"), *spec.PrefixLength, "prefixLength must be between 1 and 128"))
+		}
+	}
 
 	var cidrOK, gwOK bool
 	prefix, err := parseField(cidrPath, spec.CIDR, MaxCIDRLength, cidrUsage, parseCIDR)
@@ -259,8 +280,11 @@ const (
 	onDeleteOnUnmanaged  = "onDelete applies only to Managed Networks: deleting an Unmanaged Network never touches Neutron; remove onDelete"
 	importBoth           = "import takes networkID or filter, not both: keep networkID to bind that network, or filter to find it by name and tags"
 	importNeither        = "import needs networkID or filter: set networkID to the Neutron network's ID, or filter to its exact name and/or tags"
-	cidrRequired         = "cidr is required unless import is set: give the network's address range, such as 192.168.0.0/16, or import an existing Neutron network"
-	gatewayRequired      = "gateway is required unless import is set: give the subnet's gateway, such as 192.168.0.1, or import an existing Neutron network"
+	cidrRequired         = "cidr is required unless import or subnetPool is set: give the network's address range, such as 192.168.0.0/16, import an existing Neutron network, or take the range from a subnetPool"
+	gatewayRequired      = "gateway is required unless import or subnetPool is set: give the subnet's gateway, such as 192.168.0.1, or import an existing Neutron network"
+	poolExclusive        = "subnetPool takes the subnet's range from the pool: remove cidr, gateway and allocationPools (Neutron picks the range and its first address as the gateway; status.subnet shows them), and import (an imported network has its subnet)"
+	prefixWithoutPool    = "prefixLength applies only with subnetPool: set subnetPool, or give the range as cidr"
+	poolOneOf            = "subnetPool takes id or name, exactly one: the pool's ID, or its exact name"
 	unmanagedSettings    = "an Unmanaged Network never writes to Neutron: remove description, tags, mtu, adminStateUp, enableDHCP, dnsNameservers, allocationPools, hostRoutes and router, or use managementPolicy: Managed"
 	routerOneOf          = "router takes id or name, exactly one: the router's ID, or its exact name"
 	emptyFilter          = "filter must set name or tags: an empty filter would match every network; give the network's exact name and/or tags it carries"

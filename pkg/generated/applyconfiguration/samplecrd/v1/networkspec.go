@@ -89,6 +89,18 @@ type NetworkSpecApplyConfiguration struct {
 	// HostRoutes are the routes the subnet's DHCP hands out. [] removes
 	// them all.
 	HostRoutes []HostRouteApplyConfiguration `json:"hostRoutes,omitempty"`
+	// SubnetPool takes the subnet's range from a Neutron subnet pool (a
+	// shared one of the cloud, or the project's) instead of cidr: Neutron
+	// allocates a free range of prefixLength and the gateway (its first
+	// address); status.subnet shows them. Exactly one of cidr and
+	// subnetPool; not with import or gateway. A pool that is not there is
+	// a SubnetPoolNotFound condition, one without room SubnetPoolExhausted.
+	// Immutable.
+	SubnetPool *SubnetPoolRefApplyConfiguration `json:"subnetPool,omitempty"`
+	// PrefixLength is the prefix length of the range taken from
+	// subnetPool (default: the pool's default prefix length; Neutron
+	// refuses one outside the pool's bounds). Immutable.
+	PrefixLength *int32 `json:"prefixLength,omitempty"`
 	// Router attaches the subnet to an existing Neutron router of the
 	// project: an interface of the router on the subnet's gateway address.
 	// Removing it removes the interface; deleting the Network removes it
@@ -220,6 +232,22 @@ func (b *NetworkSpecApplyConfiguration) WithHostRoutes(values ...*HostRouteApply
 		}
 		b.HostRoutes = append(b.HostRoutes, *values[i])
 	}
+	return b
+}
+
+// WithSubnetPool sets the SubnetPool field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SubnetPool field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithSubnetPool(value *SubnetPoolRefApplyConfiguration) *NetworkSpecApplyConfiguration {
+	b.SubnetPool = value
+	return b
+}
+
+// WithPrefixLength sets the PrefixLength field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PrefixLength field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithPrefixLength(value int32) *NetworkSpecApplyConfiguration {
+	b.PrefixLength = &value
 	return b
 }
 

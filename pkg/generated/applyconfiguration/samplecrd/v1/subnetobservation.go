@@ -32,9 +32,11 @@ type SubnetObservationApplyConfiguration struct {
 	DNSNameservers  []string                                 `json:"dnsNameservers,omitempty"`
 	AllocationPools []AllocationPoolApplyConfiguration       `json:"allocationPools,omitempty"`
 	HostRoutes      []HostRouteObservationApplyConfiguration `json:"hostRoutes,omitempty"`
-	Description     *string                                  `json:"description,omitempty"`
-	Tags            []string                                 `json:"tags,omitempty"`
-	RevisionNumber  *int64                                   `json:"revisionNumber,omitempty"`
+	// SubnetPoolID is the pool the subnet's range was taken from.
+	SubnetPoolID   *string  `json:"subnetPoolID,omitempty"`
+	Description    *string  `json:"description,omitempty"`
+	Tags           []string `json:"tags,omitempty"`
+	RevisionNumber *int64   `json:"revisionNumber,omitempty"`
 }
 
 // SubnetObservationApplyConfiguration constructs a declarative configuration of the SubnetObservation type for use with
@@ -124,6 +126,14 @@ func (b *SubnetObservationApplyConfiguration) WithHostRoutes(values ...*HostRout
 		}
 		b.HostRoutes = append(b.HostRoutes, *values[i])
 	}
+	return b
+}
+
+// WithSubnetPoolID sets the SubnetPoolID field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SubnetPoolID field is set to the value of the last call.
+func (b *SubnetObservationApplyConfiguration) WithSubnetPoolID(value string) *SubnetObservationApplyConfiguration {
+	b.SubnetPoolID = &value
 	return b
 }
 
