@@ -30,7 +30,10 @@ type Backend interface {
 	Get(ctx context.Context, uid types.UID) (*Network, error)
 
 	// Create creates the backend network and subnet of desired (UID,
-	// Namespace, Name, CIDR and Gateway set; desired is valid per
+	// Namespace, Name, CIDR and Gateway set, or SubnetPool: the subnet's
+	// range then taken from the pool, a missing pool a permanent
+	// ReasonSubnetPoolNotFound error, a full one a transient
+	// ReasonSubnetPoolExhausted one; desired is valid per
 	// samplecrdv1.ValidateSpec). It is idempotent by desired.UID: when the
 	// backend already holds a network for that UID (a previous attempt that
 	// crashed or timed out before its result was recorded) it creates only
@@ -180,6 +183,12 @@ type Network struct {
 	// NetworkID and SubnetID are the backend's IDs; SubnetID is empty when
 	// the subnet is missing.
 	NetworkID, SubnetID string
+	// SubnetPool is, in what a caller passes, the pool to take the
+	// subnet's range from (CIDR and Gateway are then empty: the backend
+	// picks them), and PrefixLength its prefix length (0: the pool's
+	// default).
+	SubnetPool   *SubnetPoolRef
+	PrefixLength int
 	// Router is, in what a caller passes, the router the spec attaches
 	// the subnet to (a router interface), nil for none.
 	Router *RouterRef
@@ -215,7 +224,7 @@ func (n Network) String() string {
 // Desired returns the backend network a Network asks for. NetworkID is the
 // one its status records, if any: Create may check it (see Backend.Create).
 func Desired(obj *samplecrdv1.Network) Network {
-	return Network{
+	n := Network{
 		UID:       obj.UID,
 		Namespace: obj.Namespace,
 		Name:      obj.Name,
@@ -225,6 +234,27 @@ func Desired(obj *samplecrdv1.Network) Network {
 		Settings:  SettingsOf(&obj.Spec),
 		Router:    RouterOf(obj.Spec.Router),
 	}
+	if p := obj.Spec.SubnetPool; p != nil {
+		n.SubnetPool = &SubnetPoolRef{ID: p.ID, Name: p.Name}
+	}
+	if obj.Spec.PrefixLength != nil {
+		n.PrefixLength = int(*obj.Spec.PrefixLength)
+	}
+	return n
+}
+
+// SubnetPoolRef names an existing backend subnet pool: by ID, or (ID
+// empty) by its exact name.
+type SubnetPoolRef struct {
+	ID, Name string
+}
+
+// String identifies r in messages.
+func (r SubnetPoolRef) String() string {
+	if r.ID != "" {
+		return "subnet pool " + r.ID
+	}
+	return fmt.Sprintf("subnet pool named %q", r.Name)
 }
 
 // RouterRef names an existing backend router: by ID, or (ID empty) by
@@ -388,6 +418,10 @@ func Ensure(ctx context.Context, b Backend, desired Network, cur *Network, never
 		if !cur.Existed {
 			action = ActionCreated
 		}
+	}
+	if desired.SubnetPool != nil {
+		// The backend picked the range and the gateway.
+		desired.CIDR, desired.Gateway = cur.CIDR, cur.Gateway
 	}
 	if !SameCIDR(cur.CIDR, desired.CIDR) {
 		return cur, action, Permanent("compare cidr", samplecrdv1.ReasonCIDRMismatch, fmt.Errorf(

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +60,11 @@ type Setup struct {
 	// project cannot use (another project's).
 	ForeignRouter func(t *testing.T) string
 
+	// AddSubnetPool, if set, adds a subnet pool the backend's project can
+	// take ranges from (Neutron: a shared one of the admin's), named name,
+	// over prefix, of subnets /defaultLength by default, and returns its ID.
+	AddSubnetPool func(t *testing.T, name, prefix string, defaultLength int) string
+
 	// RejectsOverlap says the backend is configured to reject a CIDR that
 	// overlaps another network's (a shared address scope).
 	RejectsOverlap bool
@@ -101,6 +107,7 @@ func Run(t *testing.T, newSetup func(t *testing.T) Setup) {
 		{"SettingsRefused", testSettingsRefused},
 		{"RouterAttachedAndDetached", testRouter},
 		{"RouterMissingOrNotUsable", testRouterMissing},
+		{"SubnetPoolAllocatesUntilExhausted", testSubnetPool},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -1177,6 +1184,62 @@ func testRouterMissing(t *testing.T, ctx context.Context, s Setup) {
 		}
 		if err := s.Backend.Delete(ctx, d); err != nil {
 			t.Fatalf("Delete: %v", err)
+		}
+	}
+}
+
+func testSubnetPool(t *testing.T, ctx context.Context, s Setup) {
+	if s.AddSubnetPool == nil {
+		t.Skip("the setup cannot add subnet pools")
+	}
+	name := "shared-" + string(uuid.NewUUID())[:8]
+	pool := s.AddSubnetPool(t, name, "10.60.0.0/27", 28)
+	var made []network.Network
+	for i, ref := range []*network.SubnetPoolRef{{Name: name}, {ID: pool}} {
+		d := desired(i, "", "")
+		d.SubnetPool = ref
+		d.Settings.DNSNameservers = []string{"10.60.0.53"}
+		got, action, err := network.Ensure(ctx, s.Backend, d, nil, true)
+		if err != nil || action != network.ActionCreated {
+			t.Fatalf("Ensure from %s = %v, %q; want created", ref, err, action)
+		}
+		p, perr := netip.ParsePrefix(got.CIDR)
+		if perr != nil || p.Bits() != 28 || !netip.MustParsePrefix("10.60.0.0/27").Contains(p.Addr()) || got.Gateway != p.Addr().Next().String() {
+			t.Fatalf("Ensure from %s: cidr %q gateway %q, want a /28 of the pool and its first address", ref, got.CIDR, got.Gateway)
+		}
+		if got.ObservedSubnet == nil || got.ObservedSubnet.SubnetPoolID != pool || got.ObservedSubnet.CIDR != got.CIDR {
+			t.Errorf("Ensure from %s: subnet observed as %+v, want the pool's ID and the cidr", ref, got.ObservedSubnet)
+		}
+		checkSettings(t, ctx, s.Backend, "Ensure from the pool", got, d)
+		before := writes(s)
+		if _, action, err := network.Ensure(ctx, s.Backend, d, got, false); err != nil || action != network.ActionNone || writes(s) != before {
+			t.Fatalf("Ensure of a network from the pool = %v, %q, %d writes; want nothing done", err, action, writes(s)-before)
+		}
+		made = append(made, d)
+	}
+	// The pool is full: a transient error, retried until room is made.
+	full := desired(3, "", "")
+	full.SubnetPool = &network.SubnetPoolRef{Name: name}
+	_, _, err := network.Ensure(ctx, s.Backend, full, nil, true)
+	if network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonSubnetPoolExhausted {
+		t.Fatalf("Ensure from a full pool = %v, want a transient %s error", err, samplecrdv1.ReasonSubnetPoolExhausted)
+	}
+	if err := s.Backend.Delete(ctx, made[0]); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := network.Ensure(ctx, s.Backend, full, nil, false)
+	if err != nil || got.SubnetID == "" {
+		t.Fatalf("Ensure once the pool has room = %+v, %v", got, err)
+	}
+	// A pool that is not there.
+	missing := desired(4, "", "")
+	missing.SubnetPool = &network.SubnetPoolRef{Name: "no-such-pool-" + name}
+	if _, _, err := network.Ensure(ctx, s.Backend, missing, nil, true); !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonSubnetPoolNotFound {
+		t.Errorf("Ensure from a missing pool = %v, want a permanent %s error", err, samplecrdv1.ReasonSubnetPoolNotFound)
+	}
+	for _, d := range []network.Network{made[1], full, missing} {
+		if err := s.Backend.Delete(ctx, d); err != nil {
+			t.Errorf("Delete: %v", err)
 		}
 	}
 }

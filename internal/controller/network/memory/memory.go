@@ -69,6 +69,8 @@ type Object struct {
 	// Revision and SubnetRevision count the writes to the network and to
 	// its subnet, as Neutron's revision_number does.
 	Revision, SubnetRevision int64
+	// SubnetPoolID is the pool the subnet's range was taken from.
+	SubnetPoolID string
 }
 
 // The values the memory backend reports for what it does not model.
@@ -101,7 +103,7 @@ func (o *Object) view() network.Network {
 		}
 		sub := &samplecrdv1.SubnetObservation{
 			ID: o.SubnetID, Name: name, CIDR: o.CIDR, GatewayIP: o.Gateway, IPVersion: v, EnableDHCP: *set.EnableDHCP,
-			DNSNameservers: set.DNSNameservers, Description: *set.Description, Tags: tags,
+			DNSNameservers: set.DNSNameservers, Description: *set.Description, Tags: tags, SubnetPoolID: o.SubnetPoolID,
 			RevisionNumber: o.SubnetRevision,
 		}
 		for _, p := range set.AllocationPools {
@@ -284,6 +286,15 @@ type Backend struct {
 	stats    Stats
 	// routers are the routers subnets can be attached to, names by ID.
 	routers map[string]string
+	// subnetPools are the pools subnets can take their range from, by ID.
+	subnetPools map[string]subnetPool
+}
+
+// subnetPool is a range subnets are allocated from.
+type subnetPool struct {
+	name          string
+	prefix        netip.Prefix
+	defaultLength int
 }
 
 var _ network.Backend = (*Backend)(nil)
@@ -298,7 +309,7 @@ func WithOverlappingCIDRs() Option { return func(b *Backend) { b.overlap = true 
 
 // New returns an empty in-memory backend.
 func New(opts ...Option) *Backend {
-	b := &Backend{objects: map[string]*Object{}, byUID: map[types.UID]string{}, routers: map[string]string{}}
+	b := &Backend{objects: map[string]*Object{}, byUID: map[types.UID]string{}, routers: map[string]string{}, subnetPools: map[string]subnetPool{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -355,6 +366,76 @@ func (b *Backend) AddRouter(name string) string {
 	id := b.newID("router")
 	b.routers[id] = name
 	return id
+}
+
+// AddSubnetPool adds a subnet pool named name over prefix, whose subnets
+// are /defaultLength unless asked otherwise, and returns its ID.
+func (b *Backend) AddSubnetPool(name, prefix string, defaultLength int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.newID("subnetpool")
+	b.subnetPools[id] = subnetPool{name: name, prefix: netip.MustParsePrefix(prefix), defaultLength: defaultLength}
+	return id
+}
+
+// allocate returns a free range of ref's pool, of length (0: the pool's
+// default), and the pool's ID: the first one no subnet of the backend
+// overlaps.
+func (b *Backend) allocate(ref network.SubnetPoolRef, length int) (string, string, error) {
+	op := "create subnet from " + ref.String()
+	id := ref.ID
+	if id == "" {
+		for pid, p := range b.subnetPools {
+			if p.name == ref.Name {
+				id = pid
+			}
+		}
+	}
+	pool, ok := b.subnetPools[id]
+	if !ok {
+		return "", "", network.Permanent(op, samplecrdv1.ReasonSubnetPoolNotFound, fmt.Errorf("no such subnet pool the project can use: create or share it, or fix spec.subnetPool"))
+	}
+	if length == 0 {
+		length = pool.defaultLength
+	}
+	if length < pool.prefix.Bits() || length > pool.prefix.Addr().BitLen() {
+		return "", "", network.Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf("prefix length %d is outside the pool's bounds", length))
+	}
+	for candidate := netip.PrefixFrom(pool.prefix.Addr(), length); pool.prefix.Contains(candidate.Addr()); {
+		free := true
+		for _, o := range b.objects {
+			if p, err := netip.ParsePrefix(o.CIDR); err == nil && p.Overlaps(candidate) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return candidate.String(), id, nil
+		}
+		next, ok := nextPrefix(candidate)
+		if !ok {
+			break
+		}
+		candidate = next
+	}
+	return "", "", network.Transient(op, samplecrdv1.ReasonSubnetPoolExhausted, fmt.Errorf(
+		"insufficient prefix space to allocate subnet size /%d: free a subnet of the pool, or ask its owner to add prefixes", length))
+}
+
+// nextPrefix returns the prefix of p's length after p.
+func nextPrefix(p netip.Prefix) (netip.Prefix, bool) {
+	b := p.Addr().AsSlice()
+	// Add 1 at the prefix's last bit.
+	for i := p.Bits() - 1; i >= 0; i-- {
+		mask := byte(1 << (7 - i%8))
+		if b[i/8]&mask == 0 {
+			b[i/8] |= mask
+			a, _ := netip.AddrFromSlice(b)
+			return netip.PrefixFrom(a, p.Bits()), true
+		}
+		b[i/8] &^= mask
+	}
+	return netip.Prefix{}, false
 }
 
 // RemoveInterface removes the router interface of network id's subnet,
@@ -507,11 +588,13 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 	if desired.UID == "" {
 		return nil, network.Permanent("create network", samplecrdv1.ReasonBackendRejected, fmt.Errorf("the Network has no UID"))
 	}
-	if err := samplecrdv1.ValidateSpec(samplecrdv1.NetworkSpec{CIDR: desired.CIDR, Gateway: desired.Gateway}); err != nil {
-		return nil, network.Permanent("create network", samplecrdv1.ReasonInvalidSpec, err)
-	}
-	if err := check("create network", desired.CIDR, desired.Gateway, desired.Settings); err != nil {
-		return nil, err
+	if desired.SubnetPool == nil {
+		if err := samplecrdv1.ValidateSpec(samplecrdv1.NetworkSpec{CIDR: desired.CIDR, Gateway: desired.Gateway}); err != nil {
+			return nil, network.Permanent("create network", samplecrdv1.ReasonInvalidSpec, err)
+		}
+		if err := check("create network", desired.CIDR, desired.Gateway, desired.Settings); err != nil {
+			return nil, err
+		}
 	}
 
 	b.mu.Lock()
@@ -553,10 +636,20 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 		n := o.view()
 		return &n, nil
 	}
-	if err := b.checkOverlap(desired.CIDR); err != nil {
+	cidr, gateway := desired.CIDR, desired.Gateway
+	if desired.SubnetPool != nil {
+		var err error
+		if cidr, o.SubnetPoolID, err = b.allocate(*desired.SubnetPool, desired.PrefixLength); err != nil {
+			return nil, err
+		}
+		gateway = netip.MustParsePrefix(cidr).Addr().Next().String()
+		if err := check("create subnet", cidr, gateway, desired.Settings); err != nil {
+			return nil, err
+		}
+	} else if err := b.checkOverlap(desired.CIDR); err != nil {
 		return nil, err
 	}
-	o.CIDR, o.Gateway, o.SubnetID = desired.CIDR, desired.Gateway, b.newID("subnet")
+	o.CIDR, o.Gateway, o.SubnetID = cidr, gateway, b.newID("subnet")
 	set := &o.Network.Settings
 	set.EnableDHCP, set.DNSNameservers = desired.Settings.EnableDHCP, desired.Settings.DNSNameservers
 	set.AllocationPools, set.HostRoutes = desired.Settings.AllocationPools, desired.Settings.HostRoutes

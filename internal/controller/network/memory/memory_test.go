@@ -24,6 +24,9 @@ func setup(t *testing.T) backendtest.Setup {
 	return backendtest.Setup{
 		Backend:   b,
 		AddRouter: func(t *testing.T, name string) string { return b.AddRouter(name) },
+		AddSubnetPool: func(t *testing.T, name, prefix string, defaultLength int) string {
+			return b.AddSubnetPool(name, prefix, defaultLength)
+		},
 		AddForeign: func(t *testing.T, name, cidr, gateway string, tags ...string) string {
 			return b.AddForeign(name, cidr, gateway, tags...)
 		},

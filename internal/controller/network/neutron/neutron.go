@@ -471,7 +471,7 @@ func observeSubnet(s *subnets.Subnet) *samplecrdv1.SubnetObservation {
 	o := &samplecrdv1.SubnetObservation{
 		ID: s.ID, Name: s.Name, CIDR: canonicalCIDR(s.CIDR), GatewayIP: canonicalIP(s.GatewayIP), IPVersion: int32(s.IPVersion),
 		EnableDHCP: s.EnableDHCP, DNSNameservers: s.DNSNameservers, RevisionNumber: int64(s.RevisionNumber),
-		Description: s.Description, Tags: slices.Clone(s.Tags),
+		Description: s.Description, Tags: slices.Clone(s.Tags), SubnetPoolID: s.SubnetPoolID,
 	}
 	for _, p := range s.AllocationPools {
 		o.AllocationPools = append(o.AllocationPools, samplecrdv1.AllocationPool{Start: p.Start, End: p.End})
@@ -707,9 +707,12 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 	if err := validateTag(b.uidTag(desired.UID)); err != nil {
 		return nil, network.Permanent("create network", samplecrdv1.ReasonBackendRejected, err)
 	}
-	prefix, err := netip.ParsePrefix(desired.CIDR)
-	if err != nil {
-		return nil, network.Permanent("create subnet", samplecrdv1.ReasonInvalidSpec, fmt.Errorf("invalid cidr %q: %w", desired.CIDR, err))
+	var prefix netip.Prefix
+	var err error
+	if desired.SubnetPool == nil {
+		if prefix, err = netip.ParsePrefix(desired.CIDR); err != nil {
+			return nil, network.Permanent("create subnet", samplecrdv1.ReasonInvalidSpec, fmt.Errorf("invalid cidr %q: %w", desired.CIDR, err))
+		}
 	}
 	name := displayName(desired.Namespace, desired.Name)
 
@@ -791,17 +794,22 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		sub, adopted = b.pickSubnet(subs, desired, true)
 	}
 	if sub == nil {
-		version := gophercloud.IPv4
-		if prefix.Addr().Is6() {
-			version = gophercloud.IPv6
-		}
-		gw := desired.Gateway
-		rctx, cancel := b.request(ctx)
-		sopts := subnets.CreateOpts{
-			NetworkID: net.ID, Name: name, Description: b.describeWith(desired, desired.Settings.Description, true),
-			CIDR: desired.CIDR, IPVersion: version, GatewayIP: &gw,
+		sopts := subnets.CreateOpts{NetworkID: net.ID, Name: name, Description: b.describeWith(desired, desired.Settings.Description, true)}
+		if desired.SubnetPool != nil {
+			// Neutron picks the range and the gateway.
+			if sopts.SubnetPoolID, sopts.IPVersion, err = b.resolvePool(ctx, *desired.SubnetPool); err != nil {
+				return nil, err
+			}
+			sopts.Prefixlen = desired.PrefixLength
+		} else {
+			gw := desired.Gateway
+			sopts.CIDR, sopts.IPVersion, sopts.GatewayIP = desired.CIDR, gophercloud.IPv4, &gw
+			if prefix.Addr().Is6() {
+				sopts.IPVersion = gophercloud.IPv6
+			}
 		}
 		subnetSettings(&sopts, desired.Settings)
+		rctx, cancel := b.request(ctx)
 		sub, err = subnets.Create(rctx, b.client, sopts).Extract()
 		cancel()
 		if err != nil {
@@ -1421,6 +1429,11 @@ func classify(op string, err error) error {
 	switch {
 	case code == http.StatusNotFound:
 		return fmt.Errorf("%s: %w: %w", op, network.ErrNotFound, msg)
+	case typ == "SubnetAllocationError":
+		// The pool has no free range of the size asked for (Neutron
+		// answers 500 for it): freed when subnets of it go.
+		return network.Transient(op, samplecrdv1.ReasonSubnetPoolExhausted, fmt.Errorf(
+			"%w (free a subnet of the pool, or ask its owner to add prefixes to it)", msg))
 	case code == http.StatusServiceUnavailable && (typ == "NoNetworkAvailable" || typ == "ResourceExhausted"):
 		// Neutron itself answered: what this request needs is used up
 		// (no tenant network segment left), in effect a quota, while every

@@ -51,6 +51,9 @@ func TestConformance(t *testing.T) {
 			ForeignRouter: func(t *testing.T) string {
 				return cloud.AddRouter(t, cloud.AdminProjectID, "admins-"+string(uuid.NewUUID())[:8])
 			},
+			AddSubnetPool: func(t *testing.T, name, prefix string, defaultLength int) string {
+				return cloud.AddSubnetPool(t, name, prefix, defaultLength)
+			},
 			Writes: proxy.Writes,
 			// Neutron only refuses overlapping subnets within one network.
 			RejectsOverlap: false,

@@ -28,6 +28,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/subnetpools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
@@ -355,4 +356,26 @@ func (c *Cloud) AddRouter(t testing.TB, projectID, name string) string {
 		}
 	})
 	return r.ID
+}
+
+// AddSubnetPool creates, as the admin, a subnet pool shared with every
+// project (what the controller's member user takes ranges from), named
+// name, over prefix, of subnets /defaultLength by default, and returns
+// its ID; it is deleted when t ends (after the subnets of it, which the
+// test's own cleanup deletes).
+func (c *Cloud) AddSubnetPool(t testing.TB, name, prefix string, defaultLength int) string {
+	t.Helper()
+	admin := c.Admin(t)
+	p, err := subnetpools.Create(context.Background(), admin, subnetpools.CreateOpts{
+		Name: name, Prefixes: []string{prefix}, DefaultPrefixLen: defaultLength, Shared: true,
+	}).Extract()
+	if err != nil {
+		t.Fatalf("creating subnet pool %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := subnetpools.Delete(context.Background(), admin, p.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+			t.Errorf("cleaning up subnet pool %s: %v", p.ID, err)
+		}
+	})
+	return p.ID
 }
