@@ -428,8 +428,12 @@ func (c *Controller) failed(ctx context.Context, cached *samplecrdv1.Network, go
 	if cached.Spec.Import != nil && IsNotFound(err) {
 		reason = samplecrdv1.ReasonImportNotFound
 		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Waiting for the network to import, looking again with backoff (it is never created): %v", err), got, false)
-	} else {
+	} else if reason == samplecrdv1.ReasonBackendUnavailable {
 		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Backend not reachable, retrying: %v", err), got, false)
+	} else {
+		// Reachable, but what the request needs is not there yet (quota,
+		// a pool's room): retried with backoff.
+		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Retrying with backoff: %v", err), got, false)
 	}
 	return fmt.Errorf("reconciling network %s into the backend: %w", cache.MetaObjectToName(cached), err)
 }

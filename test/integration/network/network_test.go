@@ -397,7 +397,7 @@ func TestImportSpecsRejectedByTheAPIServer(t *testing.T) {
 			"an Unmanaged Network only observes an existing Neutron network: set import.networkID or import.filter"},
 		{"onDelete on unmanaged", samplecrdv1.NetworkSpec{Import: byID, ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, OnDelete: samplecrdv1.OnDeleteDetach},
 			"onDelete applies only to Managed Networks"},
-		{"no cidr without import", samplecrdv1.NetworkSpec{Gateway: "10.8.0.1"}, "cidr is required unless import is set"},
+		{"no cidr without import", samplecrdv1.NetworkSpec{Gateway: "10.8.0.1"}, "cidr is required unless import or subnetPool is set"},
 		{"unknown policy", samplecrdv1.NetworkSpec{Import: byID, ManagementPolicy: "Observed"}, `supported values: "Managed", "Unmanaged"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
