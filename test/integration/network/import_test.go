@@ -331,13 +331,15 @@ func TestNeutronStatusMirrorsNeutron(t *testing.T) {
 		})
 		tags := slices.Sorted(slices.Values(want.Tags))
 		wantNet := samplecrdv1.NetworkObservation{ID: want.ID, Name: want.Name, Status: want.Status, AdminStateUp: &want.AdminStateUp,
-			MTU: int32(want.MTU), Shared: want.Shared, External: want.External, ProjectID: want.ProjectID, Tags: tags, RevisionNumber: int64(want.RevisionNumber)}
+			MTU: int32(want.MTU), Shared: want.Shared, External: want.External, ProjectID: want.ProjectID, Description: want.Description, Tags: tags,
+			RevisionNumber: int64(want.RevisionNumber)}
 		if !equality.Semantic.DeepEqual(*got.Status.Network, wantNet) {
 			t.Errorf("%s: status.network = %+v, Neutron holds %+v", name, *got.Status.Network, wantNet)
 		}
 		s := got.Status.Subnet
 		if s.ID != sub.ID || s.Name != sub.Name || s.CIDR != sub.CIDR || s.GatewayIP != sub.GatewayIP || int(s.IPVersion) != sub.IPVersion ||
-			s.EnableDHCP != sub.EnableDHCP || len(s.AllocationPools) != len(sub.AllocationPools) || int(s.RevisionNumber) != sub.RevisionNumber {
+			s.EnableDHCP != sub.EnableDHCP || len(s.AllocationPools) != len(sub.AllocationPools) || int(s.RevisionNumber) != sub.RevisionNumber ||
+			s.Description != sub.Description || !slices.Equal(s.Tags, slices.Sorted(slices.Values(sub.Tags))) {
 			t.Errorf("%s: status.subnet = %+v, Neutron holds %+v", name, *s, *sub)
 		}
 	}
