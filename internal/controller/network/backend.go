@@ -34,7 +34,9 @@ type Backend interface {
 	// range then taken from the pool, a missing pool a permanent
 	// ReasonSubnetPoolNotFound error, a full one a transient
 	// ReasonSubnetPoolExhausted one; desired is valid per
-	// samplecrdv1.ValidateSpec). It is idempotent by desired.UID: when the
+	// samplecrdv1.ValidateSpec), with the settings desired.Settings sets,
+	// and attaches the subnet to desired.Router (Update's errors when it
+	// cannot: the network and subnet stay, unattached). It is idempotent by desired.UID: when the
 	// backend already holds a network for that UID (a previous attempt that
 	// crashed or timed out before its result was recorded) it creates only
 	// what is missing and returns what it holds, without changing what exists
