@@ -306,8 +306,10 @@ func (p *managerProcess) heap(ctx context.Context, gcWait time.Duration, since f
 	h.HeapLive = int64(m.sum("go_gc_heap_live_bytes", nil))
 	h.HeapInuse = int64(m.sum("go_memstats_heap_inuse_bytes", nil))
 	h.HeapAlloc = int64(m.sum("go_memstats_heap_alloc_bytes", nil))
-	if h.PeakRSS, h.RSS, err = processMemory(p.cmd.Process.Pid); err != nil {
+	mem, err := processMemory(p.cmd.Process.Pid)
+	if err != nil {
 		return h, fmt.Errorf("reading the manager's memory: %w", err)
 	}
+	h.PeakRSS, h.RSS = mem.peak, mem.current
 	return h, nil
 }

@@ -167,9 +167,11 @@ func (r *run) networkScale(ctx context.Context) (err error) {
 	d := after.diff(before)
 	res.Writes = writesByKey(d)
 	res.WritesPerNetwork = float64(d.writes("networks", "networks/status")) / float64(m)
-	if res.PeakRSS, res.RSS, err = processMemory(mgr.cmd.Process.Pid); err != nil {
+	mem, err := processMemory(mgr.cmd.Process.Pid)
+	if err != nil {
 		return err
 	}
+	res.PeakRSS, res.RSS = mem.peak, mem.current
 	if res.CPUSeconds, err = processCPU(mgr.cmd.Process.Pid); err != nil {
 		return err
 	}
