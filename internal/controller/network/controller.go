@@ -327,7 +327,7 @@ func (c *Controller) backendDown(ctx context.Context, cl *cloud, obj *samplecrdv
 		}
 	}
 	reason = Reason(err)
-	if reason != samplecrdv1.ReasonCredentialsRefused {
+	if cl == c.def || reason != samplecrdv1.ReasonCredentialsRefused {
 		reason = samplecrdv1.ReasonBackendUnavailable
 	}
 	message = fmt.Sprintf("The network backend is down, every Network waits for it (probed with backoff): %v", err)
