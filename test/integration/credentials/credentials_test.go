@@ -153,6 +153,10 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	orphanA := orphan(tenantA.User.Env, "10.70.0.0/24")
 	orphanAdmin := orphan(cloud.AdminEnv(), "10.71.0.0/24")
 
+	accessLog, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := framework.Options()
 	o.Controllers = []string{"network"}
 	o.Namespace = "" // Networks of several namespaces
@@ -186,6 +190,16 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	if got := inNeutron(t, cloud, steal.UID); got != nil {
 		t.Errorf("a network was created for it: %+v", got)
 	}
+	// Tenant B's cloud cost its List (networks, subnets) and b1's create
+	// (network, tags, subnet, tags), nothing per Network of other clouds.
+	reqs, err := accessLog.Requests(e.ctx, tenantB.User.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("tenant B's user: %d Neutron requests: %v", len(reqs), reqs)
+	if len(reqs) != 6 {
+		t.Errorf("tenant B's user made %d Neutron requests, want 6: the List's 2 and b1's create's 4", len(reqs))
+	}
 	framework.Eventually(t, timeout, "tenant A's orphan collected", func(ctx context.Context) (bool, error) {
 		return inNeutron(t, cloud, orphanA.UID) == nil, nil
 	})
@@ -193,17 +207,28 @@ func TestCredentialsPerNetwork(t *testing.T) {
 		t.Errorf("the orphan in a project the manager holds no credentials for was deleted")
 	}
 
-	// A password rotated in Keystone (which revokes the user's tokens) and
-	// in the Secret: the tenant's Networks keep working, no restart.
+	// A password rotated in Keystone (which revokes the user's tokens),
+	// then in the Secret: in between, A's Networks say the credentials
+	// are refused; then they work again, no restart.
+	probeA, err := neutrontest.NewClient(tenantA.User.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
 	newPassword := tenantA.User.Env["OS_PASSWORD"] + "-rotated"
 	if err := tenantA.User.SetPassword(e.ctx, newPassword); err != nil {
 		t.Fatal(err)
 	}
+	framework.Eventually(t, timeout, "Neutron refusing A's old tokens", func(ctx context.Context) (bool, error) {
+		_, err := networks.List(probeA, networks.ListOpts{Name: "none"}).AllPages(ctx)
+		return err != nil, nil
+	})
+	e.create(nsA, "a2", "10.64.0.0/24", "10.64.0.1", "team-a")
+	e.waitReady(nsA, "a2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	e.waitReady(nsB, "b1", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	tenantA.User.Env["OS_PASSWORD"] = newPassword
 	e.secret(nsA, "team-a", tenantA.User.CloudsYAML("tenant"))
-	e.create(nsA, "a2", "10.64.0.0/24", "10.64.0.1", "team-a")
-	e.edit(nsA, "a1", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.60.0.254" })
 	n, _ := e.waitReady(nsA, "a2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.edit(nsA, "a1", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.60.0.254" })
 	if got := inNeutron(t, cloud, n.UID); got == nil || got.ProjectID != tenantA.ID {
 		t.Errorf("after the rotation, a2 in Neutron is %+v, want in project %s", got, tenantA.ID)
 	}
