@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -423,4 +424,24 @@ func (c *Controller) credentialsFailed(ctx context.Context, cached *samplecrdv1.
 		return werr
 	}
 	return &controller.RequeueAfter{Delay: re.retry, Err: err}
+}
+
+// neverProvisioned reports whether obj's status says that nothing was ever
+// created for it because its credentials never worked: no backend network
+// recorded, and its last outcome a credentials failure. Its deletion then
+// needs no backend (and no credentials, which may be gone with its
+// namespace).
+func neverProvisioned(obj *samplecrdv1.Network) bool {
+	if obj.Status.NetworkID != "" || obj.Status.SubnetID != "" {
+		return false
+	}
+	cond := meta.FindStatusCondition(obj.Status.Conditions, samplecrdv1.ConditionReady)
+	if cond == nil {
+		return false
+	}
+	switch cond.Reason {
+	case samplecrdv1.ReasonCredentialsNotEnabled, samplecrdv1.ReasonCredentialsNotFound, samplecrdv1.ReasonCredentialsInvalid:
+		return true
+	}
+	return false
 }

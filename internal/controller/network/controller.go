@@ -332,7 +332,11 @@ func (c *Controller) backendDown(ctx context.Context, cl *cloud, obj *samplecrdv
 	}
 	message = fmt.Sprintf("The network backend is down, every Network waits for it (probed with backoff): %v", err)
 	if cl != c.def {
-		message = fmt.Sprintf("The network backend of %s is down, every Network using it waits for it (probed with backoff; fix the Secret and it is read again): %v", cl.name(), err)
+		hint := ""
+		if reason == samplecrdv1.ReasonCredentialsRefused {
+			hint = "Keystone refused its credentials: check the password or application credential in the Secret, that the user exists and is enabled, and that it has a role (member) on the project; "
+		}
+		message = fmt.Sprintf("The network backend of %s is down, every Network using it waits for it (%sprobed with backoff, the Secret read again at each probe): %v", cl.name(), hint, err)
 	}
 	changed, message := cl.state.downReason(key, obj, reason, message)
 	if !changed {
@@ -583,6 +587,9 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 		// The Secret may go with the namespace, before its Networks: the
 		// cloud they were last reconciled in still deletes their networks.
 		if cl = c.clouds.of(cached.UID); cl == nil || cached.Spec.CloudCredentialsRef == nil {
+			if neverProvisioned(cached) {
+				return c.release(ctx, cached, ReasonReleased, "Its credentials never worked: nothing was created in the backend")
+			}
 			return c.credentialsFailed(ctx, cached, err)
 		}
 	}

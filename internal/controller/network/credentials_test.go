@@ -282,3 +282,54 @@ func TestOneBackendPerEntrySecretChangesAndEviction(t *testing.T) {
 		t.Fatalf("clouds held: %d, want the one the other Networks use", len(c.CloudKeys()))
 	}
 }
+
+// Deleting a Network whose credentials never worked needs no backend (its
+// Secret may be gone with its namespace); one whose status records a
+// backend network waits for its credentials, saying so, rather than
+// leaving the network behind unnoticed.
+func TestDeletingWithoutCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		networkID string
+		reason    string
+		released  bool
+	}{
+		{name: "credentials that never worked: released", reason: samplecrdv1.ReasonCredentialsNotFound, released: true},
+		{name: "a recorded backend network: held", networkID: "net-1", reason: samplecrdv1.ReasonProvisioned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			now := metav1.Now()
+			obj := credNetwork("a", "n", "u1", "10.1.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "gone", CloudName: "openstack"})
+			obj.Finalizers, obj.DeletionTimestamp = []string{network.Finalizer}, &now
+			obj.Status.NetworkID = tc.networkID
+			obj.Status.Conditions = []metav1.Condition{{Type: samplecrdv1.ConditionReady, Status: metav1.ConditionFalse, Reason: tc.reason, LastTransitionTime: now}}
+			client := fake.NewClientset(obj)
+			factory := externalversions.NewSharedInformerFactory(client, 0)
+			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+			done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: memory.New(),
+				Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+			defer func() { cancel(); <-done }()
+			if tc.released {
+				if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+					got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+					return err == nil && len(got.Finalizers) == 0, err
+				}); err != nil {
+					t.Fatalf("the finalizer was not released: %v", err)
+				}
+				return
+			}
+			cond := waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsNotFound)
+			if !strings.Contains(cond.Message, "Secret gone not found") {
+				t.Errorf("message %q", cond.Message)
+			}
+			got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+			if err != nil || len(got.Finalizers) != 1 {
+				t.Errorf("Network = %v, %v: want it held by its finalizer", got, err)
+			}
+		})
+	}
+}

@@ -134,6 +134,9 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	tenantA, tenantB := cloud.Project(t), cloud.Project(t)
 	e.secret(nsA, "team-a", tenantA.User.CloudsYAML("tenant"))
 	e.secret(nsB, "team-b", tenantB.User.CloudsYAML("tenant"))
+	// A's user in B's project, where it has no role.
+	e.secret(nsA, "a-in-b", []byte(strings.Replace(string(tenantA.User.CloudsYAML("tenant")),
+		"project_name: "+tenantA.Name, "project_name: "+tenantB.Name, 1)))
 
 	// Orphans of this managed-by value, from before the manager started:
 	// one in tenant A's project (its Network long gone), which A's scan
@@ -171,6 +174,7 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	e.create(nsOwn, "own", "10.62.0.0/24", "10.62.0.1", "")
 	// B names A's Secret: looked up in B's namespace only.
 	e.create(nsB, "steal", "10.63.0.0/24", "10.63.0.1", "team-a")
+	e.create(nsA, "no-access", "10.68.0.0/24", "10.68.0.1", "a-in-b")
 
 	for _, c := range []struct {
 		ns, name, project string
@@ -189,6 +193,10 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	}
 	if got := inNeutron(t, cloud, steal.UID); got != nil {
 		t.Errorf("a network was created for it: %+v", got)
+	}
+	_, cond = e.waitReady(nsA, "no-access", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	if !strings.Contains(cond.Message, "in project "+fmt.Sprintf("%q", tenantB.Name)) || !strings.Contains(cond.Message, "has a role (member) on the project") {
+		t.Errorf("the Network whose user has no role on the project says %q", cond.Message)
 	}
 	// Tenant B's cloud cost its List (networks, subnets) and b1's create
 	// (network, tags, subnet, tags), nothing per Network of other clouds.

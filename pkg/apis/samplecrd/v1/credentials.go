@@ -32,7 +32,7 @@ type CloudCredentialsRef struct {
 // clouds.yaml.
 const CloudCredentialsKey = "clouds.yaml"
 
-// The Ready condition's reasons of the credentials of a Network
+// More reasons of the Ready condition: a Network's own credentials
 // (spec.cloudCredentialsRef).
 const (
 	// ReasonCredentialsNotEnabled (Ready=False, permanent): the Network
