@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"unicode/utf8"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -76,7 +78,7 @@ func validateCredentialsRef(ref *CloudCredentialsRef, p *field.Path) field.Error
 	switch {
 	case ref.CloudName == "":
 		errs = append(errs, field.Required(p.Child("cloudName"), "name the entry of clouds.yaml's clouds: to use"))
-	case len(ref.CloudName) > 255:
+	case utf8.RuneCountInString(ref.CloudName) > 255: // the schema's maxLength counts characters
 		errs = append(errs, field.TooLong(p.Child("cloudName"), ref.CloudName, 255))
 	}
 	return errs
