@@ -155,7 +155,7 @@ func (c Cloud) describe() string {
 // Neutron backend per cloud entry, with base's settings (ManagedBy,
 // timeouts, the in-flight cap, which is per backend: per cloud) and the
 // entry's credentials. Keystone refusing them is a Down error of reason
-// ReasonCredentialsRefused, saying what to check.
+// ReasonCredentialsRefused.
 func NewCloudBackend(base Options) func(ctx context.Context, cfg network.CloudConfig) (network.Backend, error) {
 	return func(ctx context.Context, cfg network.CloudConfig) (network.Backend, error) {
 		c, ok := cfg.Config.(Cloud)
@@ -174,8 +174,9 @@ func NewCloudBackend(base Options) func(ctx context.Context, cfg network.CloudCo
 			return b, nil
 		}
 		if code, ok := statusCode(err); ok && code == http.StatusUnauthorized {
-			return nil, &network.Error{Op: "authenticating", Reason: samplecrdv1.ReasonCredentialsRefused, Down: true, Err: fmt.Errorf(
-				"%w; Keystone refused %s: check the password or application credential in the Secret, that the user exists and is enabled, and that it has a role (member) on the project", err, cfg.Description)}
+			// err names Keystone and the user; the controller's message
+			// says what to check.
+			return nil, &network.Error{Reason: samplecrdv1.ReasonCredentialsRefused, Down: true, Err: err}
 		}
 		var netErr *network.Error
 		if errors.As(err, &netErr) {
