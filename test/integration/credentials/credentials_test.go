@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -215,13 +216,45 @@ func TestCredentialsPerNetwork(t *testing.T) {
 		t.Errorf("the orphan in a project the manager holds no credentials for was deleted")
 	}
 
+	// A restart with every Network converged: each tenant cloud costs its
+	// List (2 requests), nothing per Network.
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := accessLog.Reset(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	queue := framework.MarkQueue(network.Name)
+	m = framework.StartManager(t, framework.AdminConfig(), o)
+	tenantRequests := func() (a, b []neutrontest.Request) {
+		var err error
+		if a, err = accessLog.Requests(e.ctx, tenantA.User.ID); err == nil {
+			b, err = accessLog.Requests(e.ctx, tenantB.User.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}
+	framework.Eventually(t, timeout, "both tenant clouds listed after the restart", func(ctx context.Context) (bool, error) {
+		a, b := tenantRequests()
+		return len(a) >= 2 && len(b) >= 2, nil
+	})
+	framework.Eventually(t, timeout, "every Network synced after its cloud's List", func(ctx context.Context) (bool, error) {
+		return queue.Idle(), nil
+	})
+	a, b := tenantRequests()
+	t.Logf("restart: tenant A's user %d Neutron requests %v, tenant B's %d %v", len(a), a, len(b), b)
+	for _, reqs := range [][]neutrontest.Request{a, b} {
+		if len(reqs) != 2 || !reqs[0].IsList(managedBy) || !reqs[1].IsList(managedBy) {
+			t.Errorf("a tenant's restart cost %v, want its List only", reqs)
+		}
+	}
+
 	// A password rotated in Keystone (which revokes the user's tokens),
 	// then in the Secret: in between, A's Networks say the credentials
 	// are refused; then they work again, no restart.
-	probeA, err := neutrontest.NewClient(tenantA.User.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	probeA := validatedToken(t, tenantA.User.Env)
 	newPassword := tenantA.User.Env["OS_PASSWORD"] + "-rotated"
 	if err := tenantA.User.SetPassword(e.ctx, newPassword); err != nil {
 		t.Fatal(err)
@@ -251,10 +284,7 @@ func TestCredentialsPerNetwork(t *testing.T) {
 
 	// Tenant B's user revoked: once Neutron refuses its tokens, B's
 	// Networks say so; A's and the manager's own go on.
-	probe, err := neutrontest.NewClient(tenantB.User.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	probe := validatedToken(t, tenantB.User.Env)
 	if err := tenantB.User.Delete(e.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -293,6 +323,22 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	if logs := m.Logs(); strings.Contains(logs, tenantA.User.Env["OS_PASSWORD"]) || strings.Contains(logs, tenantB.User.Env["OS_PASSWORD"]) {
 		t.Errorf("the manager logged a password")
 	}
+}
+
+// validatedToken returns a network client of env's user whose token
+// Neutron has just validated: after the manager's last request (it is idle
+// now), so that once Neutron refuses this token (its validation cache
+// expired), it refuses the manager's too.
+func validatedToken(t *testing.T, env map[string]string) *gophercloud.ServiceClient {
+	t.Helper()
+	probe, err := neutrontest.NewClient(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := networks.List(probe, networks.ListOpts{Name: "none"}).AllPages(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return probe
 }
 
 // edit changes Network ns/name as change says, retrying conflicts.
