@@ -34,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=samplecrd.k8s.io, Version=v1
 	case v1.SchemeGroupVersion.WithKind("AllocationPool"):
 		return &samplecrdv1.AllocationPoolApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("CloudCredentialsRef"):
+		return &samplecrdv1.CloudCredentialsRefApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Network"):
 		return &samplecrdv1.NetworkApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("NetworkFilter"):

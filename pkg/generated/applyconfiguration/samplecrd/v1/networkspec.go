@@ -57,6 +57,11 @@ type NetworkSpecApplyConfiguration struct {
 	// only the controller's ownership tags and leaves both in place. Not
 	// allowed on an Unmanaged Network, which never touches Neutron.
 	OnDelete *samplecrdv1.OnDeletePolicy `json:"onDelete,omitempty"`
+	// CloudCredentialsRef names the OpenStack credentials to reconcile the
+	// Network with: a clouds.yaml in a Secret of the Network's namespace.
+	// Without it, the manager's own cloud. Immutable. Needs a manager run
+	// with --network-credentials-from-secrets.
+	CloudCredentialsRef *CloudCredentialsRefApplyConfiguration `json:"cloudCredentialsRef,omitempty"`
 }
 
 // NetworkSpecApplyConfiguration constructs a declarative configuration of the NetworkSpec type for use with
@@ -102,5 +107,13 @@ func (b *NetworkSpecApplyConfiguration) WithImport(value *NetworkImportApplyConf
 // If called multiple times, the OnDelete field is set to the value of the last call.
 func (b *NetworkSpecApplyConfiguration) WithOnDelete(value samplecrdv1.OnDeletePolicy) *NetworkSpecApplyConfiguration {
 	b.OnDelete = &value
+	return b
+}
+
+// WithCloudCredentialsRef sets the CloudCredentialsRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CloudCredentialsRef field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithCloudCredentialsRef(value *CloudCredentialsRefApplyConfiguration) *NetworkSpecApplyConfiguration {
+	b.CloudCredentialsRef = value
 	return b
 }
