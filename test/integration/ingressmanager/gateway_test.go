@@ -309,9 +309,8 @@ func TestRouteForAnnotatedService(t *testing.T) {
 	svc := e.createService(framework.SeedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx", "ingress/gateway": "infra/gw", "ingress/gateway-listener": "http"}))
 	route := e.waitRoute("my-nginx", "the seed Service's HTTPRoute", nil)
 
-	ref := metav1.GetControllerOf(route)
-	if ref == nil || ref.Kind != "Service" || ref.Name != "my-nginx" || ref.UID != svc.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
-		t.Errorf("controller owner reference = %+v, want Service my-nginx %s with blockOwnerDeletion", ref, svc.UID)
+	if err := framework.ControlledBy(route, svc.UID); err != nil {
+		t.Error(err)
 	}
 	spec := route.Spec
 	if len(spec.ParentRefs) != 1 || spec.ParentRefs[0].Name != "gw" || ptr.Deref(spec.ParentRefs[0].Namespace, "") != "infra" ||
@@ -413,105 +412,5 @@ func TestMoveIngressToRouteAndBack(t *testing.T) {
 	}
 	if n := e.m.CountLogs("Error syncing"); n != 0 {
 		t.Errorf("%d sync errors during the moves", n)
-	}
-}
-
-func TestDefaultGatewayFlag(t *testing.T) {
-	e := setup(t, func(o *app.Options) { o.IngressGateway = "infra/shared" })
-	e.createService(framework.SeedService(e.ns, "moved", map[string]string{"ingress/http": "nginx"}))
-	e.createService(framework.SeedService(e.ns, "stays", map[string]string{"ingress/http": "nginx", "ingress/gateway": ""}))
-	e.waitRoute("moved", "a route to the default Gateway", func(r *gatewayv1.HTTPRoute) error {
-		if p := r.Spec.ParentRefs[0]; p.Name != "shared" || ptr.Deref(p.Namespace, "") != "infra" {
-			return fmt.Errorf("parentRef %+v", p)
-		}
-		return nil
-	})
-	e.waitIngress("stays", "an Ingress for the Service that opts out", nil)
-	if _, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(e.ctx, "stays", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the Service that opts out got a route: %v", err)
-	}
-}
-
-func TestRouteBadInputAndForeignRoute(t *testing.T) {
-	e := setup(t)
-	e.createService(framework.SeedService(e.ns, "odd", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/path-type": "ImplementationSpecific"}))
-	e.waitEvent("odd", corev1.EventTypeWarning, "UnsupportedPathType", "no portable meaning in an HTTPRoute")
-	e.createService(framework.SeedService(e.ns, "tls", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/tls-secret": "cert"}))
-	e.waitEvent("tls", corev1.EventTypeWarning, "IgnoredForHTTPRoute", "ingress/tls-secret is only for an Ingress")
-	e.waitRoute("tls", "the route despite the ignored annotation", nil)
-
-	foreign := &gatewayv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web"},
-		Spec: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "other"}}},
-		},
-	}
-	foreign, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Create(e.ctx, foreign, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
-	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteExists", "not controlled by this Service")
-	e.waitSynced("web", 1)
-	got, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
-	if err != nil || got.ResourceVersion != foreign.ResourceVersion {
-		t.Errorf("the foreign route was modified: %v %+v", err, got)
-	}
-	if n := e.writes.Writes("httproutes"); n != 1 {
-		t.Errorf("httproute writes = %d, want 1 (the tls Service's route only) (%s)", n, e.writes)
-	}
-}
-
-// TestAccessControlKeepsTheIngressUntilAcknowledged: a Service whose
-// ingress/annotations restrict access with keys only its Ingress
-// controller enforces is never served by an HTTPRoute alone: asked onto a
-// Gateway it stays on its Ingress with a Warning, moves once the keys are
-// acknowledged, and goes back to an Ingress when the acknowledgement goes.
-func TestAccessControlKeepsTheIngressUntilAcknowledged(t *testing.T) {
-	e := setup(t, func(o *app.Options) { o.IngressMoveDNSDrain = 0 })
-	const auth = `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "basic-auth", "nginx.ingress.kubernetes.io/rewrite-target": "/"}`
-	e.createService(framework.SeedService(e.ns, "private", map[string]string{"ingress/http": "nginx", "ingress/annotations": auth}))
-	e.waitIngress("private", "the Ingress", nil)
-	e.setIngressAddress("private")
-
-	// Asked onto a Gateway: the sync that would make the route says why it
-	// does not, and the Ingress keeps serving.
-	e.annotate("private", map[string]*string{"ingress/gateway": ptr.To("gw")})
-	e.waitEvent("private", corev1.EventTypeWarning, "AccessControlOnIngress",
-		"restricts access with nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type (ingress-nginx), which an HTTPRoute ignores")
-	if e.routeExists("private") {
-		t.Fatal("an HTTPRoute was made for a Service whose access control only its Ingress enforces")
-	}
-	if !e.ingressExists("private") {
-		t.Fatal("the Ingress went")
-	}
-
-	// Acknowledged in part: still no route.
-	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": ptr.To("nginx.ingress.kubernetes.io/auth-type")})
-	e.waitEvent("private", corev1.EventTypeWarning, "AccessControlOnIngress", "restricts access with nginx.ingress.kubernetes.io/auth-secret (ingress-nginx)")
-	if e.routeExists("private") {
-		t.Fatal("an HTTPRoute was made while one access key is not acknowledged")
-	}
-
-	// Acknowledged: the move, with the ignored keys named.
-	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": ptr.To("*")})
-	e.waitRoute("private", "the route once the access control is acknowledged", nil)
-	e.waitEvent("private", corev1.EventTypeWarning, "IgnoredForHTTPRoute",
-		"ingress/annotations sets nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type, nginx.ingress.kubernetes.io/rewrite-target (ingress-nginx), read only by an Ingress controller")
-	e.setRouteStatus("private", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("private", "the Ingress deleted once the route is accepted")
-
-	// The acknowledgement withdrawn: back on an Ingress, the route kept
-	// until the Ingress has an address.
-	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": nil})
-	e.waitIngress("private", "an Ingress again", nil)
-	e.waitEvent("private", corev1.EventTypeNormal, "WaitingForIngress", "until Ingress private has an address")
-	if !e.routeExists("private") {
-		t.Fatal("the route went before the Ingress had an address")
-	}
-	e.setIngressAddress("private")
-	e.waitNoRoute("private", "the route deleted once the Ingress has an address")
-	if n := e.m.CountLogs("Error syncing"); n != 0 {
-		t.Errorf("%d sync errors", n)
 	}
 }

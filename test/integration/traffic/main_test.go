@@ -13,8 +13,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,20 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(dataplane.Main(func() int {
-		return framework.RunWith(m, &cfg, func(c *rest.Config) (func(), error) {
-			fmt.Fprintln(os.Stderr, "traffic:", dataplane.Isolation())
-			if !dataplane.Available() {
-				return nil, nil // every test skips (or fails under CI) in Require
-			}
-			tr, err := dataplane.StartTraefik(c, dataplane.TraefikOptions{Gateway: true})
-			if err != nil {
-				return nil, err
-			}
-			traefik = tr
-			return tr.Stop, nil
-		})
-	}))
+	dataplane.MainWithTraefik(m, "traffic", &cfg, &traefik, dataplane.TraefikOptions{Gateway: true})
 }
 
 const (
@@ -261,16 +246,7 @@ func (e *env) barrier() {
 // waitSynced waits until the manager synced the Service key n times in all.
 func (e *env) waitSynced(name string, n int) {
 	e.t.Helper()
-	key := fmt.Sprintf(`key="%s/%s"`, e.ns, name)
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%d syncs of %s", n, name), func(context.Context) (bool, error) {
-		count := 0
-		for _, line := range strings.Split(e.m.Logs(), "\n") {
-			if strings.HasPrefix(line, "INFO Synced ") && strings.Contains(line, key) && strings.Contains(line, `controller="ingress-manager"`) {
-				count++
-			}
-		}
-		return count >= n, nil
-	})
+	e.m.WaitSynced(e.t, "ingress-manager", e.ns, name, n)
 }
 
 // waitEvent waits for an Event of reason on the Service name whose message
