@@ -298,4 +298,3 @@ func leaseHolder(ev *auditv1.Event) (string, error) {
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
-

@@ -2,8 +2,8 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"maps"
@@ -344,7 +344,7 @@ type settled struct {
 	sample  versioned.Interface
 	ns      string
 	foreign map[string]string // name -> resourceVersion
-	backend backendState // nil: no Networks in the test
+	backend backendState      // nil: no Networks in the test
 	logs    []func() string
 }
 
