@@ -140,15 +140,7 @@ const (
 func (p *process) Logs() string { return p.out.String() }
 
 // Count returns how many lines of the output contain s.
-func (p *process) Count(s string) int {
-	n := 0
-	for line := range strings.SplitSeq(p.Logs(), "\n") {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
+func (p *process) Count(s string) int { return framework.CountLines(p.Logs(), s) }
 
 // Signal sends sig to the process.
 func (p *process) Signal(sig syscall.Signal) {

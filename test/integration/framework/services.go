@@ -38,15 +38,7 @@ func ControlledBy(obj metav1.Object, uid types.UID) error {
 
 // Syncs counts the syncs of key ns/name the manager's controller logged so far.
 func (m *Manager) Syncs(controller, ns, name string) int {
-	key := fmt.Sprintf(`key="%s/%s"`, ns, name)
-	ctrl := fmt.Sprintf(`controller=%q`, controller)
-	n := 0
-	for line := range strings.SplitSeq(m.Logs(), "\n") {
-		if strings.HasPrefix(line, "INFO Synced ") && strings.Contains(line, key) && strings.Contains(line, ctrl) {
-			n++
-		}
-	}
-	return n
+	return CountLines(m.Logs(), "INFO Synced ", fmt.Sprintf(`key="%s/%s"`, ns, name), fmt.Sprintf(`controller=%q`, controller))
 }
 
 // WaitSynced waits until the manager's controller synced key ns/name n
@@ -57,4 +49,19 @@ func (m *Manager) WaitSynced(t testing.TB, controller, ns, name string, n int) {
 	Eventually(t, Timeout, fmt.Sprintf("%d syncs of %s/%s by %s", n, ns, name, controller), func(context.Context) (bool, error) {
 		return m.Syncs(controller, ns, name) >= n, nil
 	})
+}
+
+// CountLines counts the lines of logs that contain every one of parts.
+func CountLines(logs string, parts ...string) int {
+	n := 0
+	for line := range strings.SplitSeq(logs, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
 }
