@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-sample/controller-manager/internal/app"
@@ -23,67 +22,11 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-type env struct {
-	t      *testing.T
-	ctx    context.Context
-	client kubernetes.Interface
-	ns     string
-	m      *framework.Manager
-	writes *framework.RequestCounter
-}
+// env is framework.Env running the ingress-manager alone.
+type env struct{ *framework.Env }
 
-// setup creates a namespace and runs a manager with only ingress-manager,
-// scoped to it, whose requests are counted.
-func setup(t *testing.T, mutate ...func(*app.Options)) *env {
-	client, ns := framework.Setup(t)
-	e := &env{t: t, ctx: context.Background(), client: client, ns: ns}
-	e.start(mutate...)
-	return e
-}
-
-func (e *env) start(mutate ...func(*app.Options)) {
-	o := framework.ControllerOptions(e.ns, "ingress-manager")
-	for _, f := range mutate {
-		f(o)
-	}
-	c, counter := framework.CountRequests(framework.AdminConfig())
-	e.writes = counter
-	e.m = framework.StartManager(e.t, c, o)
-}
-
-func (e *env) createService(svc *corev1.Service) *corev1.Service {
-	e.t.Helper()
-	return framework.CreateService(e.t, e.client, svc)
-}
-
-// annotate sets (value non-nil) or removes (nil) Service annotations.
-func (e *env) annotate(name string, ann map[string]*string) {
-	e.t.Helper()
-	framework.Annotate(e.t, e.client, e.ns, name, ann)
-}
-
-// waitIngress waits until the Ingress name exists and check accepts it.
-func (e *env) waitIngress(name, what string, check func(*networkingv1.Ingress) error) *networkingv1.Ingress {
-	e.t.Helper()
-	return framework.WaitIngress(e.t, e.client, e.ns, name, what, check)
-}
-
-func (e *env) waitNoIngress(name, what string) {
-	e.t.Helper()
-	framework.WaitGone(e.t, what, framework.Get(e.client.NetworkingV1().Ingresses(e.ns).Get, name))
-}
-
-// waitEvent waits for an Event of reason on the Service name whose message
-// contains msg, and returns it.
-func (e *env) waitEvent(name, eventType, reason, msg string) *corev1.Event {
-	e.t.Helper()
-	return framework.WaitEvent(e.t, e.client, framework.Timeout, e.ns, "Service", name, eventType, reason, msg)
-}
-
-// waitSynced waits until the manager synced the Service key n times in all.
-func (e *env) waitSynced(name string, n int) {
-	e.t.Helper()
-	e.m.WaitSynced(e.t, "ingress-manager", e.ns, name, n)
+func setup(t *testing.T, opts ...func(*app.Options)) *env {
+	return &env{framework.NewEnv(t, []string{"ingress-manager"}, opts...)}
 }
 
 func rule(ing *networkingv1.Ingress) (host string, path networkingv1.HTTPIngressPath, err error) {
@@ -95,8 +38,8 @@ func rule(ing *networkingv1.Ingress) (host string, path networkingv1.HTTPIngress
 
 func TestSeedExample(t *testing.T) {
 	e := setup(t)
-	svc := e.createService(framework.SeedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx"}))
-	ing := e.waitIngress("my-nginx", "the seed's Ingress", nil)
+	svc := e.CreateService(framework.SeedService(e.NS, "my-nginx", map[string]string{"ingress/http": "nginx"}))
+	ing := e.WaitIngress("my-nginx", "the seed's Ingress", nil)
 
 	if err := framework.ControlledBy(ing, svc.UID); err != nil {
 		t.Error(err)
@@ -112,37 +55,37 @@ func TestSeedExample(t *testing.T) {
 	if ing.Spec.IngressClassName != nil || len(ing.Spec.TLS) != 0 {
 		t.Errorf("spec = %+v, want no class and no TLS as in the seed", ing.Spec)
 	}
-	e.waitEvent("my-nginx", corev1.EventTypeNormal, "IngressCreated", "my-nginx")
-	if n := e.writes.Writes("ingresses"); n != 1 {
-		t.Errorf("ingress writes = %d, want exactly 1 (%s)", n, e.writes)
+	e.WaitEvent("my-nginx", corev1.EventTypeNormal, "IngressCreated", "my-nginx")
+	if n := e.Writes.Writes("ingresses"); n != 1 {
+		t.Errorf("ingress writes = %d, want exactly 1 (%s)", n, e.Writes)
 	}
 }
 
 func TestAnnotationRemovedAndReAdded(t *testing.T) {
 	e := setup(t)
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitIngress("web", "Ingress created", nil)
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitIngress("web", "Ingress created", nil)
 
-	e.annotate("web", map[string]*string{"ingress/http": nil})
-	e.waitNoIngress("web", "Ingress deleted when the annotation goes")
-	e.waitEvent("web", corev1.EventTypeNormal, "IngressDeleted", "no longer has the ingress/http annotation")
+	e.Annotate("web", map[string]*string{"ingress/http": nil})
+	e.WaitNoIngress("web", "Ingress deleted when the annotation goes")
+	e.WaitEvent("web", corev1.EventTypeNormal, "IngressDeleted", "no longer has the ingress/http annotation")
 
-	e.annotate("web", map[string]*string{"ingress/http": ptr.To("yes")})
-	e.waitIngress("web", "Ingress created again when the annotation is back", nil)
+	e.Annotate("web", map[string]*string{"ingress/http": ptr.To("yes")})
+	e.WaitIngress("web", "Ingress created again when the annotation is back", nil)
 
 	// "false" disables like removal does.
-	e.annotate("web", map[string]*string{"ingress/http": ptr.To("false")})
-	e.waitNoIngress("web", `Ingress deleted for ingress/http: "false"`)
+	e.Annotate("web", map[string]*string{"ingress/http": ptr.To("false")})
+	e.WaitNoIngress("web", `Ingress deleted for ingress/http: "false"`)
 }
 
 func TestDeletedIngressIsRecreated(t *testing.T) {
 	e := setup(t)
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": ""}))
-	first := e.waitIngress("web", "Ingress created", nil)
-	if err := e.client.NetworkingV1().Ingresses(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": ""}))
+	first := e.WaitIngress("web", "Ingress created", nil)
+	if err := e.Client.NetworkingV1().Ingresses(e.NS).Delete(e.Ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitIngress("web", "Ingress recreated", func(ing *networkingv1.Ingress) error {
+	e.WaitIngress("web", "Ingress recreated", func(ing *networkingv1.Ingress) error {
 		if ing.UID == first.UID {
 			return fmt.Errorf("still the old Ingress")
 		}
@@ -152,13 +95,13 @@ func TestDeletedIngressIsRecreated(t *testing.T) {
 
 func TestDeletedServiceRemovesIngress(t *testing.T) {
 	e := setup(t)
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "x"}))
-	e.waitIngress("web", "Ingress created", nil)
-	if err := e.client.CoreV1().Services(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "x"}))
+	e.WaitIngress("web", "Ingress created", nil)
+	if err := e.Client.CoreV1().Services(e.NS).Delete(e.Ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The test control plane runs no garbage collector: the controller does it.
-	e.waitNoIngress("web", "Ingress deleted with its Service")
+	e.WaitNoIngress("web", "Ingress deleted with its Service")
 }
 
 func foreignIngress(ns, name string, owner *metav1.OwnerReference) *networkingv1.Ingress {
@@ -177,30 +120,30 @@ func foreignIngress(ns, name string, owner *metav1.OwnerReference) *networkingv1
 
 func TestForeignIngressIsLeftAlone(t *testing.T) {
 	e := setup(t)
-	foreign, err := e.client.NetworkingV1().Ingresses(e.ns).Create(e.ctx, foreignIngress(e.ns, "web", nil), metav1.CreateOptions{})
+	foreign, err := e.Client.NetworkingV1().Ingresses(e.NS).Create(e.Ctx, foreignIngress(e.NS, "web", nil), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "not controlled by this Service")
-	e.waitSynced("web", 1)
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitEvent("web", corev1.EventTypeWarning, "IngressExists", "not controlled by this Service")
+	e.WaitSynced("web", 1)
 
-	got, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+	got, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(e.Ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.ResourceVersion != foreign.ResourceVersion {
 		t.Errorf("the foreign Ingress was modified: %+v", got)
 	}
-	if n := e.writes.Writes("ingresses"); n != 0 {
-		t.Errorf("ingress writes = %d, want 0 (%s)", n, e.writes)
+	if n := e.Writes.Writes("ingresses"); n != 0 {
+		t.Errorf("ingress writes = %d, want 0 (%s)", n, e.Writes)
 	}
 
 	// Reconciled again when the foreign Ingress goes.
-	if err := e.client.NetworkingV1().Ingresses(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := e.Client.NetworkingV1().Ingresses(e.NS).Delete(e.Ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitIngress("web", "our Ingress once the foreign one is gone", func(ing *networkingv1.Ingress) error {
+	e.WaitIngress("web", "our Ingress once the foreign one is gone", func(ing *networkingv1.Ingress) error {
 		if metav1.GetControllerOf(ing) == nil {
 			return fmt.Errorf("not ours yet")
 		}
@@ -210,19 +153,19 @@ func TestForeignIngressIsLeftAlone(t *testing.T) {
 
 func TestDriftIsRestoredAndForeignFieldsKept(t *testing.T) {
 	e := setup(t)
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{
 		"ingress/http":        "nginx",
 		"ingress/annotations": `{"nginx.ingress.kubernetes.io/rewrite-target": "/"}`,
 	}))
-	ing := e.waitIngress("web", "Ingress created", nil)
+	ing := e.WaitIngress("web", "Ingress created", nil)
 
 	// Someone edits a field we manage and adds an annotation of their own.
 	ing.Spec.Rules[0].Host = "hijacked.example.org"
 	ing.Annotations["team.example.com/owner"] = "payments"
-	if _, err := e.client.NetworkingV1().Ingresses(e.ns).Update(e.ctx, ing, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+	if _, err := e.Client.NetworkingV1().Ingresses(e.NS).Update(e.Ctx, ing, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitIngress("web", "host restored, foreign annotation kept", func(ing *networkingv1.Ingress) error {
+	e.WaitIngress("web", "host restored, foreign annotation kept", func(ing *networkingv1.Ingress) error {
 		host, _, err := rule(ing)
 		if err != nil {
 			return err
@@ -238,10 +181,10 @@ func TestDriftIsRestoredAndForeignFieldsKept(t *testing.T) {
 		}
 		return nil
 	})
-	e.waitEvent("web", corev1.EventTypeNormal, "IngressUpdated", "web")
+	e.WaitEvent("web", corev1.EventTypeNormal, "IngressUpdated", "web")
 	// The repair moved our fields from the create's Update entry to our
 	// Apply entry (once): nothing of ours is left in an Update entry.
-	e.waitIngress("web", "our fields owned by our Apply entry only", func(ing *networkingv1.Ingress) error {
+	e.WaitIngress("web", "our fields owned by our Apply entry only", func(ing *networkingv1.Ingress) error {
 		for _, mf := range ing.ManagedFields {
 			if mf.Manager == framework.Options().FieldManager && mf.Operation != metav1.ManagedFieldsOperationApply {
 				return fmt.Errorf("managedFields entry %s %s left", mf.Manager, mf.Operation)
@@ -251,8 +194,8 @@ func TestDriftIsRestoredAndForeignFieldsKept(t *testing.T) {
 	})
 
 	// An annotation dropped from ingress/annotations goes; the foreign one stays.
-	e.annotate("web", map[string]*string{"ingress/annotations": ptr.To(`{}`)})
-	e.waitIngress("web", "our annotation removed, foreign annotation kept", func(ing *networkingv1.Ingress) error {
+	e.Annotate("web", map[string]*string{"ingress/annotations": ptr.To(`{}`)})
+	e.WaitIngress("web", "our annotation removed, foreign annotation kept", func(ing *networkingv1.Ingress) error {
 		if _, ok := ing.Annotations["nginx.ingress.kubernetes.io/rewrite-target"]; ok {
 			return fmt.Errorf("dropped annotation still there: %v", ing.Annotations)
 		}
@@ -267,45 +210,45 @@ func TestRestartWhenConvergedWritesNothing(t *testing.T) {
 	e := setup(t)
 	const n = 30
 	for i := range n {
-		e.createService(framework.SeedService(e.ns, fmt.Sprintf("svc-%d", i), map[string]string{"ingress/http": "nginx"}))
+		e.CreateService(framework.SeedService(e.NS, fmt.Sprintf("svc-%d", i), map[string]string{"ingress/http": "nginx"}))
 	}
 	// Converge, counting writes: exactly one per Ingress.
 	framework.Eventually(t, framework.Timeout, fmt.Sprintf("%d Ingresses", n), func(ctx context.Context) (bool, error) {
-		list, err := e.client.NetworkingV1().Ingresses(e.ns).List(ctx, metav1.ListOptions{})
+		list, err := e.Client.NetworkingV1().Ingresses(e.NS).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == n, err
 	})
 	for i := range n {
-		e.waitSynced(fmt.Sprintf("svc-%d", i), 1) // the create; the watch event of our own write brings no sync
+		e.WaitSynced(fmt.Sprintf("svc-%d", i), 1) // the create; the watch event of our own write brings no sync
 	}
-	if got := e.writes.Writes("ingresses"); got != n {
-		t.Errorf("ingress writes to converge %d Services = %d, want %d (%s)", n, got, n, e.writes)
+	if got := e.Writes.Writes("ingresses"); got != n {
+		t.Errorf("ingress writes to converge %d Services = %d, want %d (%s)", n, got, n, e.Writes)
 	}
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	// A new manager finds everything converged: every Service synced, no write.
-	e.start()
+	e.Start()
 	for i := range n {
-		e.waitSynced(fmt.Sprintf("svc-%d", i), 1)
+		e.WaitSynced(fmt.Sprintf("svc-%d", i), 1)
 	}
-	if got := e.writes.Writes(""); got != 0 {
-		t.Errorf("writes after a restart with converged state = %d, want 0 (%s)", got, e.writes)
+	if got := e.Writes.Writes(""); got != 0 {
+		t.Errorf("writes after a restart with converged state = %d, want 0 (%s)", got, e.Writes)
 	}
-	t.Logf("requests after restart: %s", e.writes)
+	t.Logf("requests after restart: %s", e.Writes)
 }
 
 func TestResyncWritesNothing(t *testing.T) {
 	e := setup(t, func(o *app.Options) { o.ResyncPeriod = 100 * time.Millisecond })
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitIngress("web", "Ingress created", nil)
-	e.waitSynced("web", 2)
-	e.writes.Reset()
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitIngress("web", "Ingress created", nil)
+	e.WaitSynced("web", 2)
+	e.Writes.Reset()
 	// Several resyncs re-check the Service ...
-	e.waitSynced("web", 6)
+	e.WaitSynced("web", 6)
 	// ... and write nothing.
-	if got := e.writes.Writes(""); got != 0 {
-		t.Errorf("writes during resyncs = %d, want 0 (%s)", got, e.writes)
+	if got := e.Writes.Writes(""); got != 0 {
+		t.Errorf("writes during resyncs = %d, want 0 (%s)", got, e.Writes)
 	}
 }
 
@@ -338,9 +281,9 @@ func TestForeignIngressAppearingDuringCreateIsLeftAlone(t *testing.T) {
 		return next.RoundTrip(req)
 	})
 	m := framework.StartManager(t, c, framework.ControllerOptions(ns, "ingress-manager"))
-	e := &env{t: t, ctx: context.Background(), client: client, ns: ns, m: m}
-	e.createService(framework.SeedService(ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists", "is not controlled by this Service")
+	e := &env{&framework.Env{T: t, Ctx: context.Background(), Client: client, NS: ns, M: m, Controllers: []string{"ingress-manager"}}}
+	e.CreateService(framework.SeedService(ns, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitEvent("web", corev1.EventTypeWarning, "IngressExists", "is not controlled by this Service")
 	if !raced.Load() {
 		t.Fatal("the race was not exercised")
 	}
