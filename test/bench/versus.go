@@ -210,8 +210,8 @@ func (r *run) contend(ctx context.Context, name, bin, kubeconfig string) (c *Con
 	if err != nil {
 		return nil, errors.Join(err, p.errIfExited())
 	}
-	c.FirstSeconds = first.Sub(p.started).Seconds()
-	c.ColdSeconds = done.Sub(p.started).Seconds()
+	c.FirstSeconds = first.Sub(p.Started).Seconds()
+	c.ColdSeconds = done.Sub(p.Started).Seconds()
 	c.Ratio = c.ColdSeconds / (float64(n) / c.L)
 
 	// The writes settle (nothing more to do), then the process's figures.
@@ -232,11 +232,11 @@ func (r *run) contend(ctx context.Context, name, bin, kubeconfig string) (c *Con
 		return nil, err
 	}
 	var mem processMem
-	if mem, err = processMemory(p.cmd.Process.Pid); err != nil {
+	if mem, err = processMemory(p.Pid()); err != nil {
 		return nil, err
 	}
 	c.PeakRSS, c.FileRSS = mem.peak, mem.file
-	if c.CPUSeconds, err = processCPU(p.cmd.Process.Pid); err != nil {
+	if c.CPUSeconds, err = processCPU(p.Pid()); err != nil {
 		return nil, err
 	}
 	c.IngressWrites = after.diff(before).byVerb("ingresses")
