@@ -28,6 +28,7 @@ export HELM_CACHE_HOME="${TMP}/cache" HELM_CONFIG_HOME="${TMP}/config" HELM_DATA
 all_values=(
   --set image.tag=v0.1.0 --set replicas=3 --set-json 'controllers=["*","-pod-logger"]'
   --set watchNamespace=team-a --set network.backend=neutron --set network.cloudsSecret=clouds
+  --set network.credentialsFromSecrets=true --set-json 'network.credentialsNamespaces=["team-a","team-b"]'
   --set-json 'ingressManager.hostTemplate="{{.Name}}.{{.Namespace}}.apps.example.com"'
   --set ingressManager.class=traefik --set ingressManager.gateway=gateway-system/public
   --set metrics.port=9443 --set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.interval=30s

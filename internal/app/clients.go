@@ -52,8 +52,7 @@ func (c *ClientsConfig) RESTConfig() (*rest.Config, error) {
 }
 
 // kubeClients are the typed clients of the built-in API groups the manager
-// uses. They share one HTTP client (one connection to the API server) and
-// one rate limiter of --kube-api-qps/--kube-api-burst, as a
+// uses. They share one HTTP client (one connection to the API server), as a
 // kubernetes.Clientset's groups do; the manager does not build a Clientset:
 // kubernetes.Interface names every API group of client-go, and the linker
 // then keeps the type descriptors of all their typed clients and apply
@@ -68,10 +67,6 @@ type kubeClients struct {
 }
 
 func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.RateLimiter == nil && cfg.QPS > 0 {
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
-	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
@@ -105,12 +100,17 @@ type clients struct {
 	gateway gatewayv1client.GatewayV1Interface
 }
 
-// newClients makes the clients of c on cfg: its limits, a user agent, and
-// protobuf for the built-in types (cheaper to encode and decode than JSON).
+// newClients makes the clients of c on cfg: one rate limit of
+// --kube-api-qps/--kube-api-burst for all of them (throttle), a user agent,
+// and protobuf for the built-in types (cheaper to encode and decode than
+// JSON).
 func newClients(c ClientsConfig, cfg *rest.Config) (*clients, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS = c.QPS
-	cfg.Burst = c.Burst
+	if c.QPS > 0 {
+		cfg.Wrap(throttle(flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)))
+	}
+	// The transport holds the requests (throttle), not client-go.
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "controller-manager"
 	}

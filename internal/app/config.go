@@ -64,6 +64,10 @@ type NetworkConfig struct {
 	GCInterval  time.Duration
 	// NeutronManagedBy is the value of the Neutron backend's managed-by tag.
 	NeutronManagedBy string
+	// CredentialsFromSecrets is --network-credentials-from-secrets,
+	// CredentialsTTL --network-credentials-ttl.
+	CredentialsFromSecrets bool
+	CredentialsTTL         time.Duration
 }
 
 // ServersConfig is the metrics and health servers' configuration.
@@ -114,6 +118,9 @@ func (o *Options) Complete() (*CompletedConfig, error) {
 				Backend:          o.NetworkBackend,
 				GCInterval:       o.NetworkGCInterval,
 				NeutronManagedBy: o.neutronManagedBy(),
+
+				CredentialsFromSecrets: o.NetworkCredentialsFromSecrets,
+				CredentialsTTL:         o.NetworkCredentialsTTL,
 			},
 		},
 		Servers: ServersConfig{

@@ -16,6 +16,8 @@ func TestComplete(t *testing.T) {
 	o.Controllers = []string{"*", "-pod-logger"}
 	o.FieldManager = "mine"
 	o.IngressClass = "nginx"
+	o.IngressGateway = "infra/shared"
+	o.IngressHostTemplate = "{{.Name}}.apps.example.com"
 	o.NeutronManagedBy = ""
 	o.KubeAPIQPS, o.EventBurst = 7, 9
 	o.MetricsBindAddress = "0"
@@ -26,8 +28,9 @@ func TestComplete(t *testing.T) {
 	if c.Manager.Enabled["pod-logger"] || !c.Manager.Enabled[ingressmanager.Name] || !c.Manager.Enabled[network.Name] {
 		t.Errorf("enabled = %v, want every controller but pod-logger", c.Manager.Enabled)
 	}
-	if c.Manager.Ingress.FieldManager != "mine" || c.Manager.Ingress.IngressClass != "nginx" || c.Manager.Ingress.MoveSettle != ingressmanager.DefaultMoveSettle {
-		t.Errorf("ingress config = %+v, want --field-manager, --ingress-class and the default settle time", c.Manager.Ingress)
+	if in := c.Manager.Ingress; in.FieldManager != "mine" || in.IngressClass != "nginx" || in.Gateway != "infra/shared" ||
+		in.HostTemplate != "{{.Name}}.apps.example.com" || in.MoveSettle != ingressmanager.DefaultMoveSettle {
+		t.Errorf("ingress config = %+v, want --field-manager, --ingress-class, --ingress-gateway, --ingress-host-template and the default settle time", c.Manager.Ingress)
 	}
 	if c.Manager.Network.NeutronManagedBy != network.ManagedBy {
 		t.Errorf("an empty --neutron-managed-by = %q, want the backend's default %q", c.Manager.Network.NeutronManagedBy, network.ManagedBy)

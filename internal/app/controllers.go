@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
@@ -53,7 +55,8 @@ func Controllers() []Descriptor {
 				if err != nil {
 					return nil, err
 				}
-				return network.New(ctx, cctx, network.Options{Backend: backend, BackendName: c.Network.BackendName, GCInterval: c.Network.GCInterval})
+				return network.New(ctx, cctx, network.Options{Backend: backend, BackendName: c.Network.BackendName, GCInterval: c.Network.GCInterval,
+					Credentials: c.Network.credentials(cctx)})
 			},
 		},
 		{
@@ -130,4 +133,34 @@ func (c *NetworkConfig) backend(ctx context.Context) (network.Backend, error) {
 		return newNeutronBackend(ctx, c.NeutronManagedBy)
 	}
 	return nil, fmt.Errorf("--network-backend: unknown backend %q; use memory or neutron", c.BackendName)
+}
+
+// The Networks' own credentials (--network-credentials-from-secrets): the
+// Secret a Network names, in its namespace, read by name. Not in the
+// default role: the config/network-credentials Component (and the chart's
+// network.credentialsFromSecrets) grant get on Secrets, nothing more.
+
+// credentials returns the network controller's Credentials, nil unless
+// --network-credentials-from-secrets. Both backends parse clouds.yaml the
+// same way; the memory backend gives each distinct entry an in-memory
+// backend of its own (a project of its own, in effect), without
+// authenticating.
+func (c *NetworkConfig) credentials(cctx *controller.Context) *network.Credentials {
+	if !c.CredentialsFromSecrets {
+		return nil
+	}
+	creds := &network.Credentials{
+		GetSecret: func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+			return cctx.Core.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		},
+		Parse: parseCloud,
+		TTL:   c.CredentialsTTL,
+	}
+	switch c.BackendName {
+	case "neutron":
+		creds.NewBackend = newNeutronCloudBackend(c.NeutronManagedBy)
+	default:
+		creds.NewBackend = func(context.Context, network.CloudConfig) (network.Backend, error) { return memory.New(), nil }
+	}
+	return creds
 }

@@ -246,6 +246,34 @@ func TestServingCertificateReloads(t *testing.T) {
 	}
 }
 
+// TestServingCertificateRefusesBadFiles: a missing certificate, or a key of
+// another one, is an error at start naming the flags.
+func TestServingCertificateRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	pair := func(name string) (string, string) {
+		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, k := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+		if err := errors.Join(os.WriteFile(c, certPEM, 0o600), os.WriteFile(k, keyPEM, 0o600)); err != nil {
+			t.Fatal(err)
+		}
+		return c, k
+	}
+	cert, _ := pair("one.example")
+	_, otherKey := pair("other.example")
+	for name, files := range map[string][2]string{
+		"missing files":              {filepath.Join(dir, "nope.crt"), filepath.Join(dir, "nope.key")},
+		"key of another certificate": {cert, otherKey},
+	} {
+		_, tctx := ktesting.NewTestContext(t)
+		if _, _, err := servingTLSConfig(tctx, files[0], files[1]); err == nil || !strings.Contains(err.Error(), "--tls-cert-file") {
+			t.Errorf("%s: err = %v, want one naming --tls-cert-file", name, err)
+		}
+	}
+}
+
 // TestProfiling: --profiling adds Go's profiles beside /metrics, and only
 // then.
 func TestProfiling(t *testing.T) {

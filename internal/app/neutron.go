@@ -18,6 +18,17 @@ func newNeutronBackend(ctx context.Context, managedBy string) (network.Backend, 
 	return b, nil
 }
 
+// newNeutronCloudBackend connects to one cloud entry of a Network's own
+// credentials.
+func newNeutronCloudBackend(managedBy string) func(context.Context, network.CloudConfig) (network.Backend, error) {
+	return neutron.NewCloudBackend(neutron.Options{ManagedBy: managedBy})
+}
+
+// parseCloud reads a cloud entry of a Network's clouds.yaml.
+func parseCloud(cloudsYAML []byte, cloudName string) (network.CloudConfig, error) {
+	return neutron.ParseCloud(cloudsYAML, cloudName)
+}
+
 // validateNeutronManagedBy checks v by the Neutron backend's own rules (the
 // tag it makes of v).
 func validateNeutronManagedBy(v string) error { return neutron.ValidateManagedBy(v) }

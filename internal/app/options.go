@@ -56,6 +56,10 @@ type Options struct {
 	NetworkBackendName string
 	NetworkGCInterval  time.Duration
 	NeutronManagedBy   string
+	// NetworkCredentialsFromSecrets lets Networks name credentials of
+	// their own (spec.cloudCredentialsRef), read from Secrets.
+	NetworkCredentialsFromSecrets bool
+	NetworkCredentialsTTL         time.Duration
 	// NetworkBackend, when set (tests, embedding), is used instead of
 	// --network-backend.
 	NetworkBackend network.Backend
@@ -114,6 +118,7 @@ func NewOptions() *Options {
 		NetworkBackendName:      "memory",
 		NetworkGCInterval:       10 * time.Minute,
 		NeutronManagedBy:        network.ManagedBy,
+		NetworkCredentialsTTL:   30 * time.Second,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
 			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
@@ -191,6 +196,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs.StringVar(&o.NeutronManagedBy, "neutron-managed-by", o.NeutronManagedBy,
 		"Value of the managed-by tag on the Neutron networks this manager creates; lookups and garbage collection only see networks with it. Give each cluster sharing a Neutron project its own value.")
+	fs.BoolVar(&o.NetworkCredentialsFromSecrets, "network-credentials-from-secrets", o.NetworkCredentialsFromSecrets,
+		"Let a Network name OpenStack credentials of its own (spec.cloudCredentialsRef: the key clouds.yaml of a Secret in its namespace, read with get, never list or watch; the manager's ServiceAccount needs get on Secrets, which the default RBAC does not grant: add the config/network-credentials Component or the chart's network.credentialsFromSecrets). Off: such a Network gets Ready=False CredentialsNotEnabled and nothing is created for it. With the memory backend, each distinct cloud entry gets an in-memory backend of its own.")
+	fs.DurationVar(&o.NetworkCredentialsTTL, "network-credentials-ttl", o.NetworkCredentialsTTL,
+		"How long a credentials Secret read is used before it is read again (a change reaches the Networks that sync within it, and the probes of a cloud whose credentials are refused read it at once), and how often a Network whose Secret is missing or invalid is looked at again.")
 
 	fs = fss.FlagSet("leader election")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
@@ -283,6 +292,9 @@ func (o *Options) Validate() error {
 	}
 	if err := validateNeutronManagedBy(o.neutronManagedBy()); err != nil {
 		errs = append(errs, fmt.Errorf("--neutron-managed-by: %w", err))
+	}
+	if o.NetworkCredentialsTTL <= 0 {
+		errs = append(errs, fmt.Errorf("--network-credentials-ttl: must be positive, got %v", o.NetworkCredentialsTTL))
 	}
 	if o.NetworkGCInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--network-gc-interval: must be positive, got %v", o.NetworkGCInterval))

@@ -112,8 +112,8 @@ func (r *run) httpRoutePhase(ctx context.Context) error {
 		}
 		d := after.diff(before)
 		res.Cold = RoutePhase{
-			Seconds:          done.Sub(mgr.started).Seconds(),
-			CacheSyncSeconds: synced.Sub(mgr.started).Seconds(),
+			Seconds:          done.Sub(mgr.Started).Seconds(),
+			CacheSyncSeconds: synced.Sub(mgr.Started).Seconds(),
 			Writes:           d.byVerb("httproutes"),
 			IngressWrites:    d.writes("ingresses"),
 			EventWrites:      d.writes("events"),

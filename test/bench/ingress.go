@@ -180,7 +180,7 @@ func (r *run) coldAndRemove(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		phase.CacheSyncSeconds = synced.Sub(mgr.started).Seconds()
+		phase.CacheSyncSeconds = synced.Sub(mgr.Started).Seconds()
 		last, err := r.coldStart(ctx2, mgr, l, len(runs)+1)
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func (r *run) coldStart(ctx context.Context, mgr *managerProcess, l float64, i i
 	if err != nil {
 		return ColdRun{}, fmt.Errorf("cold start %d: %w", i, errors.Join(err, mgr.errIfExited()))
 	}
-	took := done.Sub(mgr.started).Seconds()
+	took := done.Sub(mgr.Started).Seconds()
 	run := ColdRun{L: l, Seconds: took, Ratio: took / (float64(n) / l)}
 	r.cfg.logf("cold, start %d: %.2fs, %.2f x N/L (L %.0f/s)", i, run.Seconds, run.Ratio, l)
 	return run, nil
@@ -458,15 +458,15 @@ func (r *run) restartAndIdle(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rs.CacheSyn = synced.Sub(mgr.started).Seconds()
-		if err := sleep(ctx, time.Until(mgr.started.Add(cfg.RestartWindow))); err != nil {
+		rs.CacheSyn = synced.Sub(mgr.Started).Seconds()
+		if err := sleep(ctx, time.Until(mgr.Started.Add(cfg.RestartWindow))); err != nil {
 			return err
 		}
 		after, err := r.counts(ctx)
 		if err != nil {
 			return err
 		}
-		rs.Seconds = time.Since(mgr.started).Seconds()
+		rs.Seconds = time.Since(mgr.Started).Seconds()
 		d := after.diff(before)
 		rs.Writes, rs.ByVerb = writesButLeases(d), writesByKey(d)
 		if rs.Syncs, err = mgr.syncs(ctx); err != nil {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,36 +17,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-// parallel runs do(i) for i in [0, n) on conc goroutines and returns how
-// long it took. The first error stops it.
+// parallel runs do(i) for i in [0, n) on conc goroutines
+// (framework.Parallel) and returns how long it took. The first error stops
+// it.
 func parallel(ctx context.Context, n, conc int, do func(ctx context.Context, i int) error) (time.Duration, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range min(conc, n) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := do(ctx, i); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	took := time.Since(start)
-	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
-		return took, err
-	}
-	return took, nil
+	err := framework.Parallel(ctx, conc, n, do)
+	return time.Since(start), err
 }
 
 // measure runs do for n objects at concurrency conc and returns the rate

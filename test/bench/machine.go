@@ -82,18 +82,21 @@ func loadAvg1() float64 {
 	return l.Load1
 }
 
-// processMemory returns the peak (VmHWM) and current (VmRSS) resident set of
-// pid, in bytes.
-func processMemory(pid int) (peak, current int64, err error) {
+// processMem is a process's resident set, in bytes: its peak (VmHWM), now
+// (VmRSS), and the part of it now that maps files (RssFile).
+type processMem struct{ peak, current, file int64 }
+
+// processMemory reads the resident set of pid.
+func processMemory(pid int) (processMem, error) {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0, 0, err
+		return processMem{}, err
 	}
 	st, err := p.NewStatus()
 	if err != nil {
-		return 0, 0, err
+		return processMem{}, err
 	}
-	return int64(st.VmHWM), int64(st.VmRSS), nil
+	return processMem{peak: int64(st.VmHWM), current: int64(st.VmRSS), file: int64(st.RssFile)}, nil
 }
 
 // cpuSample is the machine's busy CPU time and the part of it used by this

@@ -6,29 +6,24 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 // managerProcess is the real controller-manager binary, run as a separate
 // process against the benchmark's control plane.
 type managerProcess struct {
-	name       string
-	cmd        *exec.Cmd
-	logPath    string
+	*framework.Process
 	metricsURL string
 	readyURL   string
-	started    time.Time
 	// controller is the one controller it runs ("": ingress-manager),
 	// whose queue idle waits for.
 	controller string
-	exited     chan struct{}
-	waitErr    error
 }
 
 func freePort() (int, error) {
@@ -85,34 +80,17 @@ func (r *run) startController(kubeconfig, name, ctrl, ns string, extra ...string
 // metricsURL and readyURL are where it serves /metrics and /readyz ("":
 // none).
 func (r *run) startProcess(name, bin string, args []string, metricsURL, readyURL string) (*managerProcess, error) {
-	p := &managerProcess{
-		name:       name,
-		logPath:    filepath.Join(r.tmp, name+".log"),
-		metricsURL: metricsURL,
-		readyURL:   readyURL,
-		exited:     make(chan struct{}),
-	}
-	logFile, err := os.Create(p.logPath)
+	r.cfg.logf("starting %s: %s %s", name, filepath.Base(bin), strings.Join(args, " "))
+	// Own process group (a terminal's Ctrl-C reaches the harness, which
+	// stops the process itself); killed if the harness dies.
+	p, err := framework.StartProcess(name, bin, args, framework.ProcessOptions{
+		LogPath:     filepath.Join(r.tmp, name+".log"),
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	// Own process group (a terminal's Ctrl-C reaches the harness, which
-	// stops the process itself); killed if the harness dies.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	r.cfg.logf("starting %s: %s %s", name, filepath.Base(bin), strings.Join(args, " "))
-	p.started = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		logFile.Close()
-		close(p.exited)
-	}()
-	return p, nil
+	return &managerProcess{Process: p, metricsURL: metricsURL, readyURL: readyURL}, nil
 }
 
 // stop sends SIGTERM and waits for the manager to exit (SIGKILL after
@@ -121,50 +99,18 @@ func (p *managerProcess) stop(timeout time.Duration) error {
 	if p == nil {
 		return nil
 	}
-	select {
-	case <-p.exited:
-		return p.exitError()
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return p.exitError()
-	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("manager %s did not stop within %v after SIGTERM: killed", p.name, timeout)
-	}
-}
-
-func (p *managerProcess) exitError() error {
-	if p.waitErr != nil {
-		return fmt.Errorf("manager %s: %w (log: %s)", p.name, p.waitErr, p.logTail())
+	if err := p.Stop(timeout); err != nil {
+		return fmt.Errorf("manager %s: %w (log: %s)", p.Name, err, p.Logs(2000))
 	}
 	return nil
 }
 
-// logTail returns the end of the manager's log, for error messages.
-func (p *managerProcess) logTail() string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	const max = 2000
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
-}
-
 // errIfExited fails when the manager is no longer running.
 func (p *managerProcess) errIfExited() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("manager %s exited unexpectedly: %v; log ends with:\n%s", p.name, p.waitErr, p.logTail())
-	default:
-		return nil
+	if exited, err := p.Exited(); exited {
+		return fmt.Errorf("manager %s exited unexpectedly: %v; log ends with:\n%s", p.Name, err, p.Logs(2000))
 	}
+	return nil
 }
 
 // waitReady polls /readyz until it answers 200 and returns when it did.
@@ -188,7 +134,7 @@ func (p *managerProcess) waitReady(ctx context.Context) (time.Time, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("manager %s not ready: %w", p.name, context.Cause(ctx))
+			return time.Time{}, fmt.Errorf("manager %s not ready: %w", p.Name, context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
@@ -251,7 +197,7 @@ func (p *managerProcess) idle(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("manager %s still busy: %w", p.name, context.Cause(ctx))
+			return fmt.Errorf("manager %s still busy: %w", p.Name, context.Cause(ctx))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -306,8 +252,10 @@ func (p *managerProcess) heap(ctx context.Context, gcWait time.Duration, since f
 	h.HeapLive = int64(m.sum("go_gc_heap_live_bytes", nil))
 	h.HeapInuse = int64(m.sum("go_memstats_heap_inuse_bytes", nil))
 	h.HeapAlloc = int64(m.sum("go_memstats_heap_alloc_bytes", nil))
-	if h.PeakRSS, h.RSS, err = processMemory(p.cmd.Process.Pid); err != nil {
+	mem, err := processMemory(p.Pid())
+	if err != nil {
 		return h, fmt.Errorf("reading the manager's memory: %w", err)
 	}
+	h.PeakRSS, h.RSS = mem.peak, mem.current
 	return h, nil
 }

@@ -151,15 +151,15 @@ func (r *run) networkScale(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	res.CacheSyncSeconds = synced.Sub(mgr.started).Seconds()
+	res.CacheSyncSeconds = synced.Sub(mgr.Started).Seconds()
 	select {
 	case <-ready.done:
-	case <-mgr.exited:
+	case <-mgr.Done():
 		return mgr.errIfExited()
 	case <-ctx.Done():
 		return fmt.Errorf("%d of %d Networks Ready: %w", ready.count(), m, context.Cause(ctx))
 	}
-	res.ReadySeconds = ready.at.Sub(mgr.started).Seconds()
+	res.ReadySeconds = ready.at.Sub(mgr.Started).Seconds()
 	after, err := r.settle(ctx, mgr)
 	if err != nil {
 		return err
@@ -167,10 +167,12 @@ func (r *run) networkScale(ctx context.Context) (err error) {
 	d := after.diff(before)
 	res.Writes = writesByKey(d)
 	res.WritesPerNetwork = float64(d.writes("networks", "networks/status")) / float64(m)
-	if res.PeakRSS, res.RSS, err = processMemory(mgr.cmd.Process.Pid); err != nil {
+	mem, err := processMemory(mgr.Pid())
+	if err != nil {
 		return err
 	}
-	if res.CPUSeconds, err = processCPU(mgr.cmd.Process.Pid); err != nil {
+	res.PeakRSS, res.RSS = mem.peak, mem.current
+	if res.CPUSeconds, err = processCPU(mgr.Pid()); err != nil {
 		return err
 	}
 	cfg.logf("network-scale: %d Networks Ready after %.2fs (caches synced %.2fs), %.2f writes/Network, %.2f CPU-s, peak RSS %s",

@@ -177,11 +177,11 @@ func (r *run) podLoggerPhase(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	res.CacheSyncSeconds = synced.Sub(mgr.started).Seconds()
+	res.CacheSyncSeconds = synced.Sub(mgr.Started).Seconds()
 	if err := mgr.idle(ctx3); err != nil {
 		return err
 	}
-	res.StartupSeconds = time.Since(mgr.started).Seconds()
+	res.StartupSeconds = time.Since(mgr.Started).Seconds()
 	c, err := mgr.counters(ctx3)
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func (r *run) podUpdates(ctx context.Context, mgr *managerProcess) (PodUpdates, 
 	}
 	idleRate := (idle1.cpu - idle0.cpu) / time.Since(start).Seconds()
 
-	log, err := newLogFollower(mgr.logPath)
+	log, err := newLogFollower(mgr.LogPath())
 	if err != nil {
 		return u, err
 	}

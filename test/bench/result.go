@@ -729,11 +729,11 @@ func (r *Result) WriteTable(out io.Writer) {
 		if k := len(r.Peer[0].Runs); k > 1 {
 			title = fmt.Sprintf("cold start, N=%d, each on a fresh control plane (median of %d starts)", r.N, k)
 		}
-		row(title, "L (creates/s)", "cold", "cold / (N/L)", "first Ingress", "peak RSS", "CPU", "Ingress writes/object")
+		row(title, "L (creates/s)", "cold", "cold / (N/L)", "first Ingress", "peak RSS (of files)", "CPU", "Ingress writes/object")
 		sep(8)
 		for _, c := range r.Peer {
 			row(c.Name, fmt.Sprintf("%.0f", c.L), fmt.Sprintf("%.2fs", c.ColdSeconds), fmt.Sprintf("%.2f", c.Ratio), fmt.Sprintf("%.2fs", c.FirstSeconds),
-				mib(c.PeakRSS), fmt.Sprintf("%.2fs", c.CPUSeconds), fmt.Sprintf("%.2f (%s)", c.WritesPerObject, verbs(c.IngressWrites)))
+				peakRSS(c), fmt.Sprintf("%.2fs", c.CPUSeconds), fmt.Sprintf("%.2f (%s)", c.WritesPerObject, verbs(c.IngressWrites)))
 		}
 		flush()
 	}
@@ -897,4 +897,13 @@ func withIngress(measured string, m Memory) string {
 		return measured
 	}
 	return fmt.Sprintf("%s (with its Ingress: %.0f B)", measured, m.BytesPerPair)
+}
+
+// peakRSS is a contender's peak RSS and the part of its resident set that
+// maps files (the executable's pages), when measured.
+func peakRSS(c Contender) string {
+	if c.FileRSS <= 0 {
+		return mib(c.PeakRSS)
+	}
+	return fmt.Sprintf("%s (%s)", mib(c.PeakRSS), mib(c.FileRSS))
 }

@@ -39,6 +39,12 @@ type Contender struct {
 	// settled after convergence; CPUSeconds its user+system CPU until then.
 	PeakRSS    int64   `json:"peak_rss_bytes"`
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// FileRSS is the part of the resident set then that maps files
+	// (RssFile): the pages of the executable the process has touched. It
+	// is in PeakRSS, grows with the binary rather than with the objects,
+	// and is page cache the kernel can take back; the rest (RssAnon) is
+	// the heap, stacks and the runtime's own memory.
+	FileRSS int64 `json:"file_rss_bytes,omitempty"`
 	// IngressWrites by verb, and their total per Service.
 	IngressWrites   map[string]int64 `json:"ingress_writes"`
 	WritesPerObject float64          `json:"writes_per_object"`
@@ -63,6 +69,7 @@ func medianContender(runs []Contender) Contender {
 	c.Ratio = median(func(r Contender) float64 { return r.Ratio })
 	c.PeakRSS = int64(median(func(r Contender) float64 { return float64(r.PeakRSS) }))
 	c.CPUSeconds = median(func(r Contender) float64 { return r.CPUSeconds })
+	c.FileRSS = int64(median(func(r Contender) float64 { return float64(r.FileRSS) }))
 	return c
 }
 
@@ -112,8 +119,8 @@ func (r *run) peerPhase(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			runs[name] = append(runs[name], *c)
-			r.cfg.logf("%s, start %d: cold %.2fs (%.2f x N/L, L %.0f/s; first Ingress %.2fs), peak RSS %s, CPU %.2fs, %.2f Ingress writes/object",
-				c.Name, i+1, c.ColdSeconds, c.Ratio, c.L, c.FirstSeconds, mib(c.PeakRSS), c.CPUSeconds, c.WritesPerObject)
+			r.cfg.logf("%s, start %d: cold %.2fs (%.2f x N/L, L %.0f/s; first Ingress %.2fs), peak RSS %s (%s of files), CPU %.2fs, %.2f Ingress writes/object",
+				c.Name, i+1, c.ColdSeconds, c.Ratio, c.L, c.FirstSeconds, mib(c.PeakRSS), mib(c.FileRSS), c.CPUSeconds, c.WritesPerObject)
 		}
 	}
 	for _, name := range names {
@@ -203,8 +210,8 @@ func (r *run) contend(ctx context.Context, name, bin, kubeconfig string) (c *Con
 	if err != nil {
 		return nil, errors.Join(err, p.errIfExited())
 	}
-	c.FirstSeconds = first.Sub(p.started).Seconds()
-	c.ColdSeconds = done.Sub(p.started).Seconds()
+	c.FirstSeconds = first.Sub(p.Started).Seconds()
+	c.ColdSeconds = done.Sub(p.Started).Seconds()
 	c.Ratio = c.ColdSeconds / (float64(n) / c.L)
 
 	// The writes settle (nothing more to do), then the process's figures.
@@ -224,10 +231,12 @@ func (r *run) contend(ctx context.Context, name, bin, kubeconfig string) (c *Con
 	if err := p.errIfExited(); err != nil {
 		return nil, err
 	}
-	if c.PeakRSS, _, err = processMemory(p.cmd.Process.Pid); err != nil {
+	var mem processMem
+	if mem, err = processMemory(p.Pid()); err != nil {
 		return nil, err
 	}
-	if c.CPUSeconds, err = processCPU(p.cmd.Process.Pid); err != nil {
+	c.PeakRSS, c.FileRSS = mem.peak, mem.file
+	if c.CPUSeconds, err = processCPU(p.Pid()); err != nil {
 		return nil, err
 	}
 	c.IngressWrites = after.diff(before).byVerb("ingresses")

@@ -165,7 +165,7 @@ func TestSeedIngress(t *testing.T) {
 	ings := client.NetworkingV1().Ingresses(ns)
 
 	check := func(ing *networkingv1.Ingress) error {
-		if err := controlledBy(ing, svc); err != nil {
+		if err := framework.ControlledBy(ing, svc.UID); err != nil {
 			return err
 		}
 		if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != "example.com" || ing.Spec.Rules[0].HTTP == nil ||
@@ -203,7 +203,7 @@ func TestSeedIngress(t *testing.T) {
 	// `kubectl delete service` (background propagation): the Ingress goes
 	// too, whether the garbage collector or the manager gets to it first.
 	web := createSeedService(t, ns, map[string]string{ingressmanager.AnnotationHTTP: "nginx"}, "web")
-	framework.WaitIngress(t, client, ns, web.Name, "the Ingress of Service web", func(ing *networkingv1.Ingress) error { return controlledBy(ing, web) })
+	framework.WaitIngress(t, client, ns, web.Name, "the Ingress of Service web", func(ing *networkingv1.Ingress) error { return framework.ControlledBy(ing, web.UID) })
 	if err := client.CoreV1().Services(ns).Delete(ctx, web.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSeedHTTPRoute(t *testing.T) {
 	})
 	routes := gatewayclient.NewForConfigOrDie(cfg).GatewayV1().HTTPRoutes(ns)
 	framework.WaitObject(t, "the Service's HTTPRoute", framework.Get(routes.Get, "my-nginx"), func(r *gatewayv1.HTTPRoute) error {
-		if err := controlledBy(r, svc); err != nil {
+		if err := framework.ControlledBy(r, svc.UID); err != nil {
 			return err
 		}
 		if len(r.Spec.ParentRefs) != 1 || r.Spec.ParentRefs[0].Name != "public" {
@@ -325,19 +325,6 @@ func createSeedService(t *testing.T, ns string, annotations map[string]string, n
 func setAnnotation(t *testing.T, ns, name string, value *string) {
 	t.Helper()
 	framework.Annotate(t, client, ns, name, map[string]*string{ingressmanager.AnnotationHTTP: value})
-}
-
-// controlledBy checks that obj's controller is svc (by UID), with
-// blockOwnerDeletion, as the garbage collector's foreground deletion needs.
-func controlledBy(obj metav1.Object, svc *corev1.Service) error {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.UID != svc.UID || ref.Kind != "Service" {
-		return fmt.Errorf("want controller Service %s (uid %s), ownerReferences: %+v", svc.Name, svc.UID, obj.GetOwnerReferences())
-	}
-	if ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
-		return fmt.Errorf("the ownerReference to Service %s does not block its deletion: %+v", svc.Name, *ref)
-	}
-	return nil
 }
 
 // deleteOwnerExpectCollected deletes the Service with foreground

@@ -55,53 +55,6 @@ func TestFaultLeaderPodDeleted(t *testing.T) {
 	}
 }
 
-// TestFaultLeaderContainerKilled: the leader's container is killed through
-// the runtime (SIGKILL, no Pod deletion, no release of the Lease); the
-// kubelet restarts it, the Lease changes hands once it expires, and
-// Services annotated meanwhile get their Ingresses, none twice.
-func TestFaultLeaderContainerKilled(t *testing.T) {
-	ctx := context.Background()
-	w := newWorkload(t, 150)
-	t.Cleanup(func() { restoreRollout(t) })
-	leader := w.markHolder
-	pod, err := client.CoreV1().Pods(managerNamespace).Get(ctx, leader, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, restarts := containerID(t, pod)
-	identity := leaseIdentity(t)
-	annotating := w.annotate(0, 150, 100*time.Millisecond)
-	w.waitAnnotated(20)
-	killed := time.Now()
-	if _, err := testNode.Ctr(ctx, "task", "kill", "--signal", "SIGKILL", id); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, rolloutTimeout, "the kubelet to restart the killed container, Ready again", func(ctx context.Context) (bool, error) {
-		p, err := client.CoreV1().Pods(managerNamespace).Get(ctx, leader, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if cs := p.Status.ContainerStatuses; len(cs) == 0 || cs[0].RestartCount <= restarts || !podReady(p) {
-			return false, fmt.Errorf("%s", describePods([]corev1.Pod{*p}))
-		}
-		return true, nil
-	})
-	var next string
-	framework.Eventually(t, timeout, "a new holder of the Lease", func(ctx context.Context) (bool, error) {
-		next = leaseIdentity(t)
-		return next != "" && next != identity, nil
-	})
-	o := w.settle(annotating)
-	// The new holder may be the other replica or the restarted container
-	// (a new identity in the same Pod): either waits for the lease to
-	// expire, as the killed process could not release it.
-	h, ok := o.takeover(killed, func(h handover) bool { return h.toID != "" && h.toID != identity })
-	if !ok {
-		t.Fatalf("the audit log shows no new holder of the Lease after the kill (the Lease names %s)", next)
-	}
-	t.Logf("takeover: %s took the Lease %.2fs after the kill of %s (lease duration %v)", h.toID, h.at.Sub(killed).Seconds(), identity, leaseDuration)
-}
-
 // TestFaultRollingUpdate: an argument of the Deployment changes while a few
 // hundred Services are being annotated; the rolling update replaces both
 // replicas, and no Ingress is lost, created twice, or written by the

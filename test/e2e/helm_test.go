@@ -80,7 +80,7 @@ func TestHelmChart(t *testing.T) {
 	annotated := map[string]string{ingressmanager.AnnotationHTTP: "nginx"}
 	services := []*corev1.Service{createSeedService(t, ns, annotated)}
 	framework.WaitIngress(t, client, ns, "my-nginx", "the seed's Ingress from the chart's manager", func(ing *networkingv1.Ingress) error {
-		if err := controlledBy(ing, services[0]); err != nil {
+		if err := framework.ControlledBy(ing, services[0].UID); err != nil {
 			return err
 		}
 		return hasHost(ing, "example.com")
@@ -90,7 +90,7 @@ func TestHelmChart(t *testing.T) {
 	}
 	for _, svc := range services[1:] {
 		framework.WaitIngress(t, client, ns, svc.Name, "the Ingress of Service "+svc.Name, func(ing *networkingv1.Ingress) error {
-			return controlledBy(ing, svc)
+			return framework.ControlledBy(ing, svc.UID)
 		})
 	}
 
@@ -109,7 +109,7 @@ func TestHelmChart(t *testing.T) {
 		for _, svc := range services {
 			ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, svc.Name, metav1.GetOptions{})
 			if err == nil {
-				err = controlledBy(ing, svc)
+				err = framework.ControlledBy(ing, svc.UID)
 			}
 			if err == nil {
 				err = hasHost(ing, svc.Name+"."+ns+".apps.example.test")

@@ -95,7 +95,7 @@ func TestNeutronFromPod(t *testing.T) {
 	// 30 creates, and the leader's container killed in their middle.
 	const n = 30
 	start := time.Now()
-	err = parallel(ctx, 4, n, func(ctx context.Context, i int) error {
+	err = framework.Parallel(ctx, 4, n, func(ctx context.Context, i int) error {
 		_, err := nets.Create(ctx, &samplecrdv1.Network{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("net-%02d", i)},
 			Spec:       samplecrdv1.NetworkSpec{CIDR: fmt.Sprintf("10.0.%d.0/24", i), Gateway: fmt.Sprintf("10.0.%d.1", i)},

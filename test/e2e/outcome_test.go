@@ -58,7 +58,7 @@ func newWorkload(t *testing.T, n int) *workload {
 	w := &workload{t: t, ns: createNamespace(t), uids: map[string]types.UID{}}
 	ctx := context.Background()
 	var mu sync.Mutex
-	err := parallel(ctx, 8, n, func(ctx context.Context, i int) error {
+	err := framework.Parallel(ctx, 8, n, func(ctx context.Context, i int) error {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%04d", i)},
 			Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
@@ -114,12 +114,12 @@ func (w *workload) annotate(from, to int, every time.Duration) <-chan error {
 	return done
 }
 
-// outcome is what a fault test counts and prints.
+// outcome is what a fault test counts (the fault suite's framework.Outcome:
+// lost, extra, duplicated, writes by a non-holder) and prints.
 type outcome struct {
-	annotated, lost, extra, duplicated int
-	// writes is every successful Ingress write of the manager, nonHolder
-	// those made by a replica that did not hold the Lease then.
-	writes, nonHolder int
+	framework.Outcome
+	// writes is every successful Ingress write of the manager.
+	writes int
 	// handovers are the Lease's changes of holder in the window.
 	handovers []handover
 	converged time.Duration
@@ -151,7 +151,7 @@ func (w *workload) settle(annotating <-chan error) outcome {
 		}
 		problems = w.ingressProblems(list.Items, &o)
 		if len(problems) > 0 {
-			return false, fmt.Errorf("%d lost, %d extra: %s", o.lost, o.extra, strings.Join(problems[:min(len(problems), 5)], "; "))
+			return false, fmt.Errorf("%d lost, %d extra: %s", o.Lost, o.Extra, strings.Join(problems[:min(len(problems), 5)], "; "))
 		}
 		return true, nil
 	})
@@ -164,8 +164,8 @@ func (w *workload) settle(annotating <-chan error) outcome {
 		hs = append(hs, fmt.Sprintf("%s -> %s at +%.1fs", or(h.from, "(released)"), or(h.toID, "(released)"), h.at.Sub(w.start).Seconds()))
 	}
 	t.Logf("outcome: %d annotated Services, %d lost, %d extra, %d duplicated, %d Ingress writes (%.2f per Service), %d by a replica not holding the Lease; Lease holders: %s; converged %.1fs after the start",
-		o.annotated, o.lost, o.extra, o.duplicated, o.writes, float64(o.writes)/float64(max(o.annotated, 1)), o.nonHolder, strings.Join(hs, ", "), o.converged.Seconds())
-	if o.lost+o.extra+o.duplicated+o.nonHolder > 0 {
+		o.Wanted, o.Lost, o.Extra, o.Duplicated, o.writes, float64(o.writes)/float64(max(o.Wanted, 1)), o.NonLeader, strings.Join(hs, ", "), o.converged.Seconds())
+	if o.Bad() > 0 {
 		t.Errorf("want 0 lost, 0 extra, 0 duplicated and 0 writes by a replica not holding the Lease")
 	}
 	return o
@@ -179,40 +179,31 @@ func or(s, def string) string {
 }
 
 // ingressProblems compares the Ingresses of the namespace with the
-// annotated Services: each has exactly its own Ingress (controlled by it,
-// host <name>.example.com, backend port 80), and no other exists.
+// annotated Services (framework.CompareIngresses): each has exactly its
+// own Ingress (controlled by it, host <name>.example.com), and no other
+// exists.
 func (w *workload) ingressProblems(ings []networkingv1.Ingress, o *outcome) []string {
 	w.mu.Lock()
-	annotated := slices.Clone(w.annotated)
-	w.mu.Unlock()
-	o.annotated, o.lost, o.extra = len(annotated), 0, 0
-	byName := map[string]*networkingv1.Ingress{}
-	for i := range ings {
-		byName[ings[i].Name] = &ings[i]
+	want := map[string]framework.IngressWant{}
+	for _, name := range w.annotated {
+		want[name] = framework.IngressWant{UID: w.uids[name], Check: func(ing *networkingv1.Ingress) error {
+			if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != name+".example.com" {
+				return fmt.Errorf("rules %+v, want host %s.example.com", ing.Spec.Rules, name)
+			}
+			return nil
+		}}
 	}
-	var problems []string
-	for _, name := range annotated {
-		ing, ok := byName[name]
-		delete(byName, name)
-		switch {
-		case !ok:
-			o.lost++
-			problems = append(problems, name+": no Ingress")
-		case !ownedBy(ing, w.uids[name]) || len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != name+".example.com":
-			o.lost++
-			problems = append(problems, fmt.Sprintf("%s: Ingress with owners %+v and rules %+v", name, ing.OwnerReferences, ing.Spec.Rules))
+	w.mu.Unlock()
+	c := framework.CompareIngresses(ings, want, nil)
+	// Every Ingress of the namespace is the manager's: one not wanted is extra.
+	for _, ing := range ings {
+		if _, ok := want[ing.Name]; !ok && metav1.GetControllerOf(&ing) == nil {
+			c.Extra++
+			c.Problems = append(c.Problems, ing.Name+": an Ingress whose Service is not annotated")
 		}
 	}
-	for name := range byName {
-		o.extra++
-		problems = append(problems, name+": an Ingress whose Service is not annotated")
-	}
-	return problems
-}
-
-func ownedBy(obj metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == uid && ref.Kind == "Service"
+	o.Wanted, o.Lost, o.Extra = c.Wanted, c.Lost, c.Extra
+	return c.Problems
 }
 
 // countWrites reads the audit window: the Lease's holders over time, and
@@ -279,17 +270,13 @@ func (w *workload) countWrites(o *outcome) error {
 			pod = p[0]
 		}
 		if h := holderAt(ev.RequestReceivedTimestamp.Time); pod != h {
-			o.nonHolder++
+			o.NonLeader++
 			wrong = append(wrong, fmt.Sprintf("%s %s by %s at +%.3fs while %s held the Lease", ev.Verb, ev.ObjectRef.Name, pod,
 				ev.RequestReceivedTimestamp.Sub(w.start).Seconds(), or(h, "no one")))
 		}
 	}
-	for name, n := range creates {
-		if n > 1 {
-			o.duplicated++
-			wrong = append(wrong, fmt.Sprintf("Ingress %s created %d times", name, n))
-		}
-	}
+	o.CountCreates(creates)
+	wrong = append(wrong, o.Problems...)
 	for _, s := range wrong[:min(len(wrong), 10)] {
 		w.t.Log(s)
 	}
@@ -310,31 +297,4 @@ func leaseHolder(ev *auditv1.Event) (string, error) {
 		return "", fmt.Errorf("the %s of Lease %s in the audit log: %w", ev.Verb, leaseName, err)
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
-}
-
-// parallel runs f(i) for i in [0, n) on `workers` goroutines and returns
-// the first error.
-func parallel(ctx context.Context, workers, n int, f func(context.Context, int) error) error {
-	jobs := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := f(ctx, i); err != nil {
-					errs <- err
-					for range jobs { // drain
-					}
-					return
-				}
-			}
-		})
-	}
-	for i := range n {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	return <-errs
 }

@@ -27,7 +27,7 @@ func TestUpgradeByInstallYAML(t *testing.T) {
 	}
 	for _, svc := range services {
 		framework.WaitIngress(t, client, ns, svc.Name, "the Ingress of Service "+svc.Name, func(ing *networkingv1.Ingress) error {
-			return controlledBy(ing, svc)
+			return framework.ControlledBy(ing, svc.UID)
 		})
 	}
 
@@ -52,7 +52,7 @@ func TestUpgradeByInstallYAML(t *testing.T) {
 	// ones kept their Ingress throughout.
 	fresh := createSeedService(t, ns, annotated, "after-upgrade")
 	framework.WaitIngress(t, client, ns, fresh.Name, "the Ingress of a Service annotated after the upgrade", func(ing *networkingv1.Ingress) error {
-		return controlledBy(ing, fresh)
+		return framework.ControlledBy(ing, fresh.UID)
 	})
 	if lost := deletions(); len(lost) > 0 {
 		t.Fatalf("during the upgrade, Ingresses were deleted or the watch failed: %s", strings.Join(lost, "; "))

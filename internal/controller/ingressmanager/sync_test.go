@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // TestSync: the sync seam, sample-controller style: a Service and what the
@@ -30,6 +31,7 @@ func TestSync(t *testing.T) {
 		deleting   bool
 		gatewayAPI gatewayAPI
 		ingress    func(*networkingv1.Ingress) // the Ingress cached, nil for none
+		route      func(*gatewayv1.HTTPRoute)  // the HTTPRoute cached, nil for none
 		want       []string                    // writes
 		events     []string                    // Event reasons
 	}{
@@ -39,6 +41,10 @@ func TestSync(t *testing.T) {
 		{name: "no ingress/http: its Ingress goes", disabled: true, ingress: func(*networkingv1.Ingress) {},
 			want: []string{"delete ingresses"}, events: []string{ReasonIngressDeleted}},
 		{name: "no ingress/http and nothing made: nothing", disabled: true},
+		{name: "no ingress/http and someone else's Ingress of the name: left alone", disabled: true, ingress: foreign},
+		{name: "an Ingress of a deleted Service of the name: replaced", ingress: func(ing *networkingv1.Ingress) {
+			ing.OwnerReferences[0].UID = "a-deleted-service"
+		}, want: []string{"delete ingresses", "create ingresses"}, events: []string{ReasonIngressDeleted, ReasonIngressCreated}},
 		{name: "a bad annotation: nothing written, one Warning",
 			ann: map[string]string{AnnotationPath: "api"}, events: []string{ReasonInvalidPath}},
 		{name: "someone else's Ingress in the way: left alone, one Warning", ingress: foreign,
@@ -47,6 +53,9 @@ func TestSync(t *testing.T) {
 		{name: "on a Gateway: an HTTPRoute, the Ingress kept until it is accepted",
 			ann: map[string]string{AnnotationGateway: "gw"}, ingress: func(*networkingv1.Ingress) {},
 			want: []string{"create httproutes"}, events: []string{ReasonHTTPRouteCreated}},
+		{name: "on a Gateway, someone else's HTTPRoute in the way: left alone, one Warning",
+			ann: map[string]string{AnnotationGateway: "gw"}, route: func(r *gatewayv1.HTTPRoute) { r.OwnerReferences = nil },
+			events: []string{ReasonHTTPRouteExists}},
 		{name: "on a Gateway, with Ingress-only annotations: the route, and a Warning that they are ignored",
 			ann:  map[string]string{AnnotationGateway: "gw", AnnotationClass: "Bad_Class", AnnotationTLSSecret: "cert"},
 			want: []string{"create httproutes"}, events: []string{ReasonIgnoredForRoute, ReasonHTTPRouteCreated}},
@@ -90,6 +99,9 @@ func TestSync(t *testing.T) {
 			svc.ResourceVersion = "1"
 			if tc.ingress != nil {
 				f.addIngress(service(nil, port("http", 80)), tc.ingress)
+			}
+			if tc.route != nil {
+				f.addRoute(service(map[string]string{AnnotationHTTP: "true"}, port("http", 80)), tc.route)
 			}
 			if tc.disabled {
 				delete(svc.Annotations, AnnotationHTTP)

@@ -114,6 +114,9 @@ type backendState struct {
 	mu      sync.Mutex
 	state   int
 	message string
+	// reason is the Ready reason of the Networks that wait:
+	// BackendUnavailable, or CredentialsRefused.
+	reason string
 	// trippedBy is the Network whose failure found the backend down (nil
 	// when a List did): the Events of the state's changes go on it.
 	trippedBy *samplecrdv1.Network
@@ -134,19 +137,41 @@ func newBackendState() *backendState {
 // the waiting set and returns false with the state's message ("" while the
 // first List is pending).
 func (s *backendState) waitUnlessUp(key cache.ObjectName) (up bool, message string) {
+	up, _, message = s.waitUnlessUpReason(key)
+	return up, message
+}
+
+// waitUnlessUpReason is waitUnlessUp with the waiting Networks' reason.
+func (s *backendState) waitUnlessUpReason(key cache.ObjectName) (up bool, reason, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == stateUp {
-		return true, ""
+		return true, "", ""
 	}
 	s.waiting[key] = struct{}{}
-	return false, s.message
+	return false, s.reason, s.message
+}
+
+// waitingKeys returns the keys that wait for the backend.
+func (s *backendState) waitingKeys() []cache.ObjectName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]cache.ObjectName, 0, len(s.waiting))
+	for k := range s.waiting {
+		out = append(out, k)
+	}
+	return out
 }
 
 // down records the backend as down with message, key waiting for it. It
 // returns whether the state changed (the caller reports a change once) and
 // the state's message, the first failure's until it comes back up.
 func (s *backendState) down(key cache.ObjectName, obj *samplecrdv1.Network, message string) (changed bool, current string) {
+	return s.downReason(key, obj, samplecrdv1.ReasonBackendUnavailable, message)
+}
+
+// downReason is down with the waiting Networks' reason.
+func (s *backendState) downReason(key cache.ObjectName, obj *samplecrdv1.Network, reason, message string) (changed bool, current string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if key != (cache.ObjectName{}) {
@@ -155,7 +180,7 @@ func (s *backendState) down(key cache.ObjectName, obj *samplecrdv1.Network, mess
 	if s.state == stateDown {
 		return false, s.message
 	}
-	s.state, s.message, s.trippedBy = stateDown, message, obj
+	s.state, s.message, s.reason, s.trippedBy = stateDown, message, reason, obj
 	return true, message
 }
 

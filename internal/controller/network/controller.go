@@ -85,6 +85,10 @@ type Options struct {
 	// down, doubled after each failed probe up to DownRetryMax. 0 means 1
 	// second and 1 minute.
 	DownRetry, DownRetryMax time.Duration
+	// Credentials, when set, lets Networks name credentials of their own
+	// (spec.cloudCredentialsRef); without it such a Network is refused
+	// (ReasonCredentialsNotEnabled), never reconciled with Backend.
+	Credentials *Credentials
 }
 
 // Controller reconciles Networks into a Backend.
@@ -94,14 +98,17 @@ type Controller struct {
 	lister    samplelisters.NetworkLister
 	indexer   cache.Indexer
 	recorder  record.EventRecorder
-	backend   Backend
 	namespace string
 	opts      Options
 	fieldMgr  string
 
-	// known is the backend as last seen; state whether it answers.
-	known *known
-	state *backendState
+	// def is the manager's own cloud (Options.Backend): what it last saw
+	// of it, whether it answers. clouds are the Networks' own
+	// (Options.Credentials, nil without), each with the same.
+	def     *cloud
+	creds   *Credentials
+	secrets *secretCache
+	clouds  *cloudSet
 	// neverCreated holds the UIDs of the Networks whose finalizer this
 	// process added and that it has not tried to create yet: no create can
 	// have been attempted for them, by anyone (see sync), so their first
@@ -110,8 +117,6 @@ type Controller struct {
 	// retry looks. The set lives and dies with the process, which exits
 	// when it loses the lease.
 	neverCreated *uidSet
-	// wake tells the scan loop that a sync found the backend down.
-	wake chan struct{}
 }
 
 // The shared Network informer, in every namespace.
@@ -161,14 +166,27 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 		lister:       informer.Lister(),
 		indexer:      informer.Informer().GetIndexer(),
 		recorder:     cctx.EventRecorder(Name),
-		backend:      opts.Backend,
 		namespace:    cctx.Namespace,
 		opts:         opts,
 		fieldMgr:     cctx.FieldManager,
-		known:        newKnown(),
-		state:        newBackendState(),
+		def:          newCloud("", opts.Backend),
 		neverCreated: newUIDSet(),
-		wake:         make(chan struct{}, 1),
+	}
+	c.clouds = &cloudSet{max: 1, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, now: time.Now,
+		start: func(ctx context.Context, cl *cloud) {
+			c.scanLoop(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cloud", cl.description)), cl)
+		}}
+	if creds := opts.Credentials; creds != nil {
+		cc := *creds
+		if cc.TTL <= 0 {
+			cc.TTL = 30 * time.Second
+		}
+		if cc.MaxClouds <= 0 {
+			cc.MaxClouds = 256
+		}
+		c.creds = &cc
+		c.clouds.max = cc.MaxClouds
+		c.secrets = &secretCache{ttl: cc.TTL, get: cc.GetSecret, m: map[types.NamespacedName]secretRead{}, now: time.Now}
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
 	// Resyncs are not queued: nothing changed in Kubernetes. Backend drift
@@ -184,7 +202,10 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	if err := c.AddEventHandler(informer.Informer(), handler); err != nil {
 		return nil, err
 	}
-	c.Background = c.scanLoop
+	c.Background = func(ctx context.Context) {
+		c.clouds.run(ctx)
+		c.scanLoop(ctx, c.def)
+	}
 	return c, nil
 }
 
@@ -194,7 +215,10 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 // an Unmanaged Network otherwise gets only at the next scan.
 func (c *Controller) forgetObserved(obj any) {
 	if n, ok := obj.(*samplecrdv1.Network); ok && n.Spec.Import != nil && n.Spec.Policy() == samplecrdv1.ManagementPolicyUnmanaged {
-		c.known.set(n.UID, nil)
+		if cl := c.clouds.of(n.UID); cl != nil {
+			cl.known.set(n.UID, nil)
+		}
+		c.def.known.set(n.UID, nil)
 	}
 }
 
@@ -221,7 +245,11 @@ func edited(oldObj, newObj any) bool {
 // is the only call to the backend: it is retried with backoff, from
 // DownRetry to DownRetryMax, and its success brings every waiting Network
 // back. A List that failed otherwise is retried with the same backoff.
-func (c *Controller) scanLoop(ctx context.Context) {
+//
+// Each cloud (the manager's own, and each of the Networks' own entries)
+// has its scan loop; the own cloud's also forgets the entries no Network
+// uses any more.
+func (c *Controller) scanLoop(ctx context.Context, cl *cloud) {
 	logger := klog.FromContext(ctx)
 	newBackoff := func() wait.Backoff {
 		return wait.Backoff{Duration: c.opts.DownRetry, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: c.opts.DownRetryMax}
@@ -234,14 +262,18 @@ func (c *Controller) scanLoop(ctx context.Context) {
 	// request that keeps failing is probed ever less often.
 	probe := false
 	for {
-		err := c.CollectGarbage(ctx)
+		err := c.collect(ctx, cl)
 		if ctx.Err() != nil {
 			return
+		}
+		if cl == c.def {
+			// Entries unused for a whole interval are forgotten.
+			c.clouds.evict(c.networkCached, c.opts.GCInterval)
 		}
 		delay := c.opts.GCInterval
 		var listErr *listError
 		switch {
-		case !c.state.isUp():
+		case !cl.state.isUp():
 			delay = backoff.Step()
 			probe = true
 			logger.V(2).Info("The network backend is still down; probing again later", "after", delay, "err", err)
@@ -265,7 +297,7 @@ func (c *Controller) scanLoop(ctx context.Context) {
 				return
 			case <-t.C:
 				waiting = false
-			case <-c.wake:
+			case <-cl.wake:
 				// A sync found the backend down: probe it, alone, with
 				// backoff.
 				t.Stop()
@@ -280,45 +312,74 @@ func (c *Controller) scanLoop(ctx context.Context) {
 // (while syncing obj, nil for the scan): on the change of state, one log
 // line, one Warning Event, the metric, and the scan loop told to probe.
 // It returns the state's message, the same for every Network.
-func (c *Controller) backendDown(ctx context.Context, obj *samplecrdv1.Network, err error) string {
+//
+// For a cloud of the Networks' own credentials, the state, the message and
+// the Event are that cloud's alone: its Networks wait, no other does.
+func (c *Controller) backendDown(ctx context.Context, cl *cloud, obj *samplecrdv1.Network, err error) (reason, message string) {
 	var key cache.ObjectName
 	if obj != nil {
 		key = cache.MetaObjectToName(obj)
-	} else if objs, lerr := c.lister.List(labels.Everything()); lerr == nil && len(objs) > 0 {
-		obj = objs[0]
+	} else if objs, lerr := c.lister.List(labels.Everything()); lerr == nil {
+		for _, o := range objs {
+			if c.member(o, cl) {
+				obj = o
+				break
+			}
+		}
 	}
-	message := fmt.Sprintf("The network backend is down, every Network waits for it (probed with backoff): %v", err)
-	changed, message := c.state.down(key, obj, message)
+	reason = Reason(err)
+	if cl == c.def || reason != samplecrdv1.ReasonCredentialsRefused {
+		reason = samplecrdv1.ReasonBackendUnavailable
+	}
+	message = fmt.Sprintf("The network backend is down, every Network waits for it (probed with backoff): %v", err)
+	if cl != c.def {
+		hint := ""
+		if reason == samplecrdv1.ReasonCredentialsRefused {
+			hint = "Keystone refused its credentials: check the password or application credential in the Secret, that the user exists and is enabled, and that it has a role (member) on the project; "
+		}
+		message = fmt.Sprintf("The network backend of %s is down, every Network using it waits for it (%sprobed with backoff, the Secret read again at each probe): %v", cl.name(), hint, err)
+	}
+	changed, message := cl.state.downReason(key, obj, reason, message)
 	if !changed {
-		return message
+		return reason, message
 	}
 	klog.FromContext(ctx).Error(err, "The network backend is down: no backend call for any Network until a probe succeeds",
-		"backend", c.opts.BackendName, "firstRetry", c.opts.DownRetry, "maxRetry", c.opts.DownRetryMax)
-	metrics.SetNetworkBackendUp(c.opts.BackendName, false)
+		"backend", c.opts.BackendName, "cloud", cl.name(), "firstRetry", c.opts.DownRetry, "maxRetry", c.opts.DownRetryMax)
+	if cl == c.def {
+		metrics.SetNetworkBackendUp(c.opts.BackendName, false)
+	} else {
+		// The Networks that wait for the first scan of this cloud learn
+		// why now, once each (no backend call).
+		for _, k := range cl.state.waitingKeys() {
+			c.EnqueueKey(k)
+		}
+	}
 	if obj != nil {
 		c.recorder.Event(obj, corev1.EventTypeWarning, ReasonBackendDown, message)
 	}
 	select {
-	case c.wake <- struct{}{}:
+	case cl.wake <- struct{}{}:
 	default:
 	}
-	return message
+	return reason, message
 }
 
 // backendUp records a successful List: the Networks that waited are queued
 // again, and a recovery is reported once.
-func (c *Controller) backendUp(ctx context.Context) {
-	waiting, wasDown, obj := c.state.up()
+func (c *Controller) backendUp(ctx context.Context, cl *cloud) {
+	waiting, wasDown, obj := cl.state.up()
 	for _, key := range waiting {
 		c.EnqueueKey(key)
 	}
 	// After the waiting keys are queued: a 1 then an empty queue mean
 	// everything that waited was synced.
-	metrics.SetNetworkBackendUp(c.opts.BackendName, true)
+	if cl == c.def {
+		metrics.SetNetworkBackendUp(c.opts.BackendName, true)
+	}
 	if !wasDown {
 		return
 	}
-	klog.FromContext(ctx).Info("The network backend answers again: syncing the Networks that waited", "backend", c.opts.BackendName, "waiting", len(waiting))
+	klog.FromContext(ctx).Info("The network backend answers again: syncing the Networks that waited", "backend", c.opts.BackendName, "cloud", cl.name(), "waiting", len(waiting))
 	if obj != nil {
 		c.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonBackendUp, "The network backend answers again; %d Networks that waited for it are synced again", len(waiting))
 	}
@@ -326,11 +387,11 @@ func (c *Controller) backendUp(ctx context.Context) {
 
 // waitForBackend parks the Network of cached until the backend is up, with
 // the state's message (none before the first scan) in its Ready condition.
-func (c *Controller) waitForBackend(ctx context.Context, cached *samplecrdv1.Network, message string) error {
+func (c *Controller) waitForBackend(ctx context.Context, cached *samplecrdv1.Network, reason, message string) error {
 	if message == "" {
 		return nil
 	}
-	return c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonBackendUnavailable, message, nil, false)
+	return c.setReady(ctx, cached, metav1.ConditionFalse, reason, message, nil, reason == samplecrdv1.ReasonCredentialsRefused)
 }
 
 // The finalizer is added and removed by an update (finalize).
@@ -385,20 +446,24 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	if up, message := c.state.waitUnlessUp(key); !up {
-		return c.waitForBackend(ctx, cached, message)
+	cl, err := c.cloudFor(ctx, cached, false)
+	if err != nil {
+		return c.credentialsFailed(ctx, cached, err)
+	}
+	if up, reason, message := cl.state.waitUnlessUpReason(key); !up {
+		return c.waitForBackend(ctx, cached, reason, message)
 	}
 	desired := Desired(cached)
-	cur := c.known.get(cached.UID)
+	cur := cl.known.get(cached.UID)
 	neverCreated := c.neverCreated.take(cached.UID) && cur == nil
 	if cached.Spec.Import != nil {
-		return c.syncImport(ctx, cached, desired, cur)
+		return c.syncImport(ctx, cl, cached, desired, cur)
 	}
-	got, action, err := Ensure(ctx, c.backend, desired, cur, neverCreated)
+	got, action, err := Ensure(ctx, cl.getBackend(), desired, cur, neverCreated)
 	if err != nil {
-		return c.failed(ctx, cached, got, err)
+		return c.failed(ctx, cl, cached, got, err)
 	}
-	c.known.set(cached.UID, got)
+	cl.known.set(cached.UID, got)
 	switch action {
 	case ActionCreated:
 		logger.Info("Created backend network", "networkID", got.NetworkID, "subnetID", got.SubnetID, "cidr", got.CIDR, "gateway", got.Gateway)
@@ -412,13 +477,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 // failed reports err, a backend failure while syncing cached, and returns
 // what the queue does about it.
-func (c *Controller) failed(ctx context.Context, cached *samplecrdv1.Network, got *Network, err error) error {
+func (c *Controller) failed(ctx context.Context, cl *cloud, cached *samplecrdv1.Network, got *Network, err error) error {
 	if IsDown(err) {
-		return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
+		reason, message := c.backendDown(ctx, cl, cached, err)
+		return c.waitForBackend(ctx, cached, reason, message)
 	}
 	if IsNotFound(err) {
 		// What we knew is gone: look it up at the retry.
-		c.known.set(cached.UID, nil)
+		cl.known.set(cached.UID, nil)
 	}
 	reason := Reason(err)
 	if IsPermanent(err) {
@@ -444,21 +510,21 @@ func (c *Controller) failed(ctx context.Context, cached *samplecrdv1.Network, go
 // never writes. cur is what the backend held when last seen (the scans
 // read Unmanaged networks too, in batches), nil if not known: only then is
 // the network read here.
-func (c *Controller) syncImport(ctx context.Context, cached *samplecrdv1.Network, desired Network, cur *Network) error {
+func (c *Controller) syncImport(ctx context.Context, cl *cloud, cached *samplecrdv1.Network, desired Network, cur *Network) error {
 	logger := klog.FromContext(ctx)
 	managed := cached.Spec.Policy() == samplecrdv1.ManagementPolicyManaged
 	got := cur
 	if got == nil || got.SubnetID == "" {
 		var err error
-		if got, err = c.backend.Import(ctx, desired, RefOf(cached.Spec.Import), managed); err != nil {
-			return c.failed(ctx, cached, nil, err)
+		if got, err = cl.getBackend().Import(ctx, desired, RefOf(cached.Spec.Import), managed); err != nil {
+			return c.failed(ctx, cl, cached, nil, err)
 		}
 		if managed && !got.Existed {
 			logger.Info("Adopted backend network", "networkID", got.NetworkID, "subnetID", got.SubnetID)
 			c.recorder.Eventf(cached, corev1.EventTypeNormal, ReasonAdopted, "Adopted backend network %s and subnet %s (%s, gateway %s)", got.NetworkID, got.SubnetID, got.CIDR, got.Gateway)
 		}
 	}
-	c.known.set(cached.UID, got)
+	cl.known.set(cached.UID, got)
 	if !managed {
 		if msg := mismatch(*got, cached.Spec); msg != "" {
 			c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonSpecMismatch, msg+"; an Unmanaged Network is never repaired: fix the spec or the backend", got, true)
@@ -475,11 +541,11 @@ func (c *Controller) syncImport(ctx context.Context, cached *samplecrdv1.Network
 		desired.Gateway = got.Gateway
 	}
 	before := got
-	got, action, err := Ensure(ctx, c.backend, desired, got, false)
+	got, action, err := Ensure(ctx, cl.getBackend(), desired, got, false)
 	if err != nil {
-		return c.failed(ctx, cached, got, err)
+		return c.failed(ctx, cl, cached, got, err)
 	}
-	c.known.set(cached.UID, got)
+	cl.known.set(cached.UID, got)
 	if action == ActionUpdated {
 		c.updated(ctx, cached, before, got)
 	}
@@ -545,16 +611,28 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	if cached.Spec.Policy() == samplecrdv1.ManagementPolicyUnmanaged {
 		return c.release(ctx, cached, ReasonReleased, "Unmanaged: the backend network was left as it is")
 	}
-	if up, message := c.state.waitUnlessUp(cache.MetaObjectToName(cached)); !up {
-		return c.waitForBackend(ctx, cached, message)
+	cl, err := c.cloudFor(ctx, cached, false)
+	if err != nil {
+		// The Secret may go with the namespace, before its Networks: the
+		// cloud they were last reconciled in still deletes their networks.
+		if cl = c.clouds.of(cached.UID); cl == nil || cached.Spec.CloudCredentialsRef == nil {
+			if neverProvisioned(cached) {
+				return c.release(ctx, cached, ReasonReleased, "Its credentials never worked: nothing was created in the backend")
+			}
+			return c.credentialsFailed(ctx, cached, err)
+		}
 	}
-	remove, what := c.backend.Delete, "Deleting"
+	if up, reason, message := cl.state.waitUnlessUpReason(cache.MetaObjectToName(cached)); !up {
+		return c.waitForBackend(ctx, cached, reason, message)
+	}
+	remove, what := cl.getBackend().Delete, "Deleting"
 	if cached.Spec.Detach() {
-		remove, what = c.backend.Detach, "Detaching"
+		remove, what = cl.getBackend().Detach, "Detaching"
 	}
 	if err := remove(ctx, Desired(cached)); err != nil {
 		if IsDown(err) {
-			return c.waitForBackend(ctx, cached, c.backendDown(ctx, cached, err))
+			reason, message := c.backendDown(ctx, cl, cached, err)
+			return c.waitForBackend(ctx, cached, reason, message)
 		}
 		reason := Reason(err)
 		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonDeleting,
@@ -573,7 +651,10 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 // release removes the finalizer of cached, whose backend network is dealt
 // with, and records why with an Event of reason.
 func (c *Controller) release(ctx context.Context, cached *samplecrdv1.Network, reason, message string) error {
-	c.known.set(cached.UID, nil)
+	if cl := c.clouds.of(cached.UID); cl != nil {
+		cl.known.set(cached.UID, nil)
+	}
+	c.def.known.set(cached.UID, nil)
 	net := cached.DeepCopy()
 	net.Finalizers = slices.DeleteFunc(net.Finalizers, func(f string) bool { return f == Finalizer })
 	if _, err := c.client.SamplecrdV1().Networks(net.Namespace).Update(ctx, net, metav1.UpdateOptions{FieldManager: c.fieldMgr}); err != nil {
@@ -582,6 +663,7 @@ func (c *Controller) release(ctx context.Context, cached *samplecrdv1.Network, r
 		}
 		return fmt.Errorf("removing the finalizer of %s: %w", cache.MetaObjectToName(cached), err)
 	}
+	c.clouds.forget(cached.UID)
 	klog.FromContext(ctx).Info("Finalizer released", "reason", reason, "detail", message)
 	c.recorder.Event(cached, corev1.EventTypeNormal, reason, message)
 	return nil
@@ -637,19 +719,43 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 // the whole backend is down marks it down; failing otherwise, it still
 // marks the backend up (it answered), and syncs look Networks up one by one
 // until a List succeeds. A failing Observe fails the scan as a List does.
-func (c *Controller) CollectGarbage(ctx context.Context) error {
+func (c *Controller) CollectGarbage(ctx context.Context) error { return c.collect(ctx, c.def) }
+
+// collect is CollectGarbage of cl: its List, its Networks, the orphans in
+// what its credentials see. A cloud of the Networks' own credentials
+// connects first (Neutron: authenticates), and while it is down reads its
+// Secrets again, so that a fixed Secret takes effect without waiting for
+// the old credentials to work again.
+func (c *Controller) collect(ctx context.Context, cl *cloud) error {
 	logger := klog.FromContext(ctx)
-	mark := c.known.mark()
-	nets, err := c.backend.List(ctx)
+	if cl != c.def && !cl.state.isUp() {
+		c.recheckSecrets(ctx, cl)
+	}
+	backend := cl.getBackend()
+	if backend == nil {
+		b, err := c.creds.NewBackend(ctx, cl.config)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.backendDown(ctx, cl, nil, err)
+			}
+			return &listError{err: fmt.Errorf("connecting to %s: %w", cl.name(), err)}
+		}
+		cl.mu.Lock()
+		cl.backend = b
+		cl.mu.Unlock()
+		backend = b
+	}
+	mark := cl.known.mark()
+	nets, err := backend.List(ctx)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
 		case IsDown(err):
-			c.backendDown(ctx, nil, err)
+			c.backendDown(ctx, cl, nil, err)
 		default:
 			// The backend answers, this List failed: syncs go on without
 			// it (looking each Network up) until a List succeeds.
-			c.backendUp(ctx)
+			c.backendUp(ctx, cl)
 		}
 		return &listError{err: fmt.Errorf("listing backend networks: %w", err)}
 	}
@@ -661,24 +767,24 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 	}
 	// The networks Unmanaged Networks bound are not marked as ours, so
 	// not in the List: they are read here, in batches, never one by one.
-	observed, err := c.backend.Observe(ctx, c.boundUnmanaged())
+	observed, err := backend.Observe(ctx, c.boundUnmanaged(cl))
 	if err != nil {
 		if IsDown(err) && ctx.Err() == nil {
-			c.backendDown(ctx, nil, err)
+			c.backendDown(ctx, cl, nil, err)
 		} else if ctx.Err() == nil {
-			c.backendUp(ctx)
+			c.backendUp(ctx, cl)
 		}
 		return &listError{err: fmt.Errorf("reading the networks of Unmanaged Networks: %w", err)}
 	}
-	inBackend := c.known.replace(append(slices.Clone(mine), observed...), mark)
+	inBackend := cl.known.replace(append(slices.Clone(mine), observed...), mark)
 	var errs []error
 	cached, err := c.lister.List(labels.Everything())
 	if err != nil {
 		errs = append(errs, fmt.Errorf("listing cached networks: %w", err))
 	}
 	for _, obj := range cached {
-		if obj.DeletionTimestamp != nil || !slices.Contains(obj.Finalizers, Finalizer) {
-			continue // being deleted, or not provisioned yet: queued already
+		if obj.DeletionTimestamp != nil || !slices.Contains(obj.Finalizers, Finalizer) || !c.member(obj, cl) {
+			continue // being deleted, or not provisioned yet: queued already; or another cloud's
 		}
 		b, ok := inBackend[obj.UID]
 		if ok && b.SubnetID != "" && mismatch(b, obj.Spec) == "" && inStatus(&obj.Status, &b) {
@@ -689,7 +795,7 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 	}
 	// The backend answers: Networks are served from here on, while the
 	// orphans (any number, each delete as slow as it is) go one by one.
-	c.backendUp(ctx)
+	c.backendUp(ctx, cl)
 	for _, n := range mine {
 		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) > 0 {
 			continue
@@ -701,11 +807,11 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := c.backend.Delete(ctx, n); err != nil {
+		if err := backend.Delete(ctx, n); err != nil {
 			errs = append(errs, fmt.Errorf("deleting orphaned backend network %s: %w", n, err))
 			continue
 		}
-		c.known.set(n.UID, nil)
+		cl.known.set(n.UID, nil)
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 	}
 	return errors.Join(errs...)
@@ -713,7 +819,7 @@ func (c *Controller) CollectGarbage(ctx context.Context) error {
 
 // boundUnmanaged returns, for Observe, the Unmanaged Networks that bound
 // a backend network (their status records it) and are not being deleted.
-func (c *Controller) boundUnmanaged() []Network {
+func (c *Controller) boundUnmanaged(cl *cloud) []Network {
 	objs, err := c.lister.List(labels.Everything())
 	if err != nil {
 		return nil
@@ -721,7 +827,7 @@ func (c *Controller) boundUnmanaged() []Network {
 	var out []Network
 	for _, obj := range objs {
 		if obj.Spec.Import == nil || obj.Spec.Policy() != samplecrdv1.ManagementPolicyUnmanaged ||
-			obj.Status.NetworkID == "" || obj.DeletionTimestamp != nil {
+			obj.Status.NetworkID == "" || obj.DeletionTimestamp != nil || !c.member(obj, cl) {
 			continue
 		}
 		out = append(out, Desired(obj))

@@ -31,8 +31,8 @@ func newFuzzController(tb testing.TB, b Backend) *Controller {
 	}
 	tb.Cleanup(c.Loop.Queue.ShutDown)
 	// As after a first scan of an empty backend (no scan loop runs here).
-	c.known.replace(nil, c.known.mark())
-	c.state.up()
+	c.def.known.replace(nil, c.def.known.mark())
+	c.def.state.up()
 	return c
 }
 

@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &samplecrdv1.AllocationPoolApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("AllocationPoolSpec"):
 		return &samplecrdv1.AllocationPoolSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("CloudCredentialsRef"):
+		return &samplecrdv1.CloudCredentialsRefApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("HostRoute"):
 		return &samplecrdv1.HostRouteApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("HostRouteObservation"):

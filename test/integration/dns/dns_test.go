@@ -11,7 +11,6 @@ package dns
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -47,20 +46,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(dataplane.Main(func() int {
-		return framework.RunWith(m, &cfg, func(c *rest.Config) (func(), error) {
-			fmt.Fprintln(os.Stderr, "dns:", dataplane.Isolation())
-			if !dataplane.Available() {
-				return nil, nil // every test skips (or fails under CI) in Require
-			}
-			tr, err := dataplane.StartTraefik(c, dataplane.TraefikOptions{Gateway: true, IngressIP: ingressIP, GatewayIP: gatewayIP})
-			if err != nil {
-				return nil, err
-			}
-			traefik = tr
-			return tr.Stop, nil
-		})
-	}))
+	dataplane.MainWithTraefik(m, "dns", &cfg, &traefik, dataplane.TraefikOptions{Gateway: true, IngressIP: ingressIP, GatewayIP: gatewayIP})
 }
 
 // timeout bounds every wait but the drains.

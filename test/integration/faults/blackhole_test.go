@@ -2,31 +2,17 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 // annotate merges annotations into Service name (a nil value removes the
 // key).
-func annotate(ctx context.Context, t testing.TB, kube kubernetes.Interface, ns, name string, ann map[string]*string) {
-	t.Helper()
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().Services(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("annotating service %s: %v", name, err)
-	}
-}
-
 func str(s string) *string { return &s }
 
 // TestWatchBlackholed: the connection between the manager and the API
@@ -65,15 +51,15 @@ func TestWatchBlackholed(t *testing.T) {
 	name := func(i int) string { return annotatedService(ns, i).Name }
 	changes := 0
 	for i := 1; i < 10; i += 2 { // annotate 5
-		annotate(ctx, t, kube, ns, name(i), map[string]*string{"ingress/http": str("true")})
+		framework.Annotate(t, kube, ns, name(i), map[string]*string{"ingress/http": str("true")})
 		changes++
 	}
 	for i := 10; i < 16; i += 2 { // de-annotate 3
-		annotate(ctx, t, kube, ns, name(i), map[string]*string{"ingress/http": nil})
+		framework.Annotate(t, kube, ns, name(i), map[string]*string{"ingress/http": nil})
 		changes++
 	}
 	for _, i := range []int{0, 2} { // re-annotate 2 with other options
-		annotate(ctx, t, kube, ns, name(i), map[string]*string{"ingress/host": str(fmt.Sprintf("moved-%d.example.org", i)), "ingress/path": str("/v2")})
+		framework.Annotate(t, kube, ns, name(i), map[string]*string{"ingress/host": str(fmt.Sprintf("moved-%d.example.org", i)), "ingress/path": str("/v2")})
 		changes++
 	}
 	if err := kube.CoreV1().Services(ns).Delete(ctx, name(4), metav1.DeleteOptions{}); err != nil { // delete 1

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"maps"
@@ -28,6 +29,7 @@ import (
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 // wantIngress is the Ingress a Service should have, worked out by the test
@@ -89,14 +91,9 @@ func modelIngress(svc *corev1.Service) (want *wantIngress, ok bool) {
 	return w, w.Port != 0
 }
 
-// ingressProblem says how ing differs from want for svc ("" when it does not).
+// ingressProblem says how ing differs from want for svc ("" when it does
+// not); its ownership is framework.CompareIngresses'.
 func ingressProblem(svc *corev1.Service, want *wantIngress, ing *networkingv1.Ingress) string {
-	refs := ing.OwnerReferences
-	if len(refs) != 1 || refs[0].APIVersion != "v1" || refs[0].Kind != "Service" || refs[0].Name != svc.Name ||
-		refs[0].UID != svc.UID || refs[0].Controller == nil || !*refs[0].Controller ||
-		refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
-		return fmt.Sprintf("owner references %+v, want the Service (uid %s) as controller", refs, svc.UID)
-	}
 	got := wantIngress{Class: ptrString(ing.Spec.IngressClassName), Annotations: ing.Annotations}
 	if len(got.Annotations) == 0 {
 		got.Annotations = nil
@@ -133,18 +130,12 @@ func ptrString(p *string) string {
 	return *p
 }
 
-// foreignIngress is an Ingress the test created without an owner: the
-// controller must never touch it.
-type foreignIngress struct {
-	Name, ResourceVersion string
-}
-
 // ingressProblems lists, from live LISTs of ns, how the Ingresses differ
-// from what the Services ask for: every Service asking for an Ingress has
-// exactly one, correct and controlled by it (unless a foreign Ingress of
-// its name is in the way); no other Ingress is controlled by a Service;
-// every foreign Ingress is untouched.
-func ingressProblems(ctx context.Context, client kubernetes.Interface, ns string, foreign map[string]foreignIngress) ([]string, error) {
+// from what the Services ask for (framework.CompareIngresses, each
+// Ingress checked against the test's own model of the annotations);
+// foreign maps the Ingresses the test made without an owner to their
+// resourceVersions.
+func ingressProblems(ctx context.Context, client kubernetes.Interface, ns string, foreign map[string]string) ([]string, error) {
 	svcs, err := client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -153,53 +144,23 @@ func ingressProblems(ctx context.Context, client kubernetes.Interface, ns string
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]*networkingv1.Ingress{}
-	for i := range ings.Items {
-		byName[ings.Items[i].Name] = &ings.Items[i]
-	}
-	var problems []string
-	wanted := map[string]bool{}
+	want := map[string]framework.IngressWant{}
 	for i := range svcs.Items {
 		svc := &svcs.Items[i]
-		want, ok := modelIngress(svc)
+		w, ok := modelIngress(svc)
 		if !ok {
 			return nil, fmt.Errorf("service %s: the test cannot model annotations %v and ports %+v", svc.Name, svc.Annotations, svc.Spec.Ports)
 		}
-		if want == nil {
-			continue
-		}
-		wanted[svc.Name] = true
-		if _, isForeign := foreign[svc.Name]; isForeign {
-			continue
-		}
-		ing := byName[svc.Name]
-		if ing == nil {
-			problems = append(problems, fmt.Sprintf("service %s: no Ingress", svc.Name))
-			continue
-		}
-		if p := ingressProblem(svc, want, ing); p != "" {
-			problems = append(problems, fmt.Sprintf("service %s: Ingress %s", svc.Name, p))
+		if w != nil {
+			want[svc.Name] = framework.IngressWant{UID: svc.UID, Check: func(ing *networkingv1.Ingress) error {
+				if p := ingressProblem(svc, w, ing); p != "" {
+					return errors.New(p)
+				}
+				return nil
+			}}
 		}
 	}
-	for name, ing := range byName {
-		if f, isForeign := foreign[name]; isForeign {
-			if ing.ResourceVersion != f.ResourceVersion || len(ing.OwnerReferences) != 0 {
-				problems = append(problems, fmt.Sprintf("foreign Ingress %s was changed: resourceVersion %s, want %s; owners %+v",
-					name, ing.ResourceVersion, f.ResourceVersion, ing.OwnerReferences))
-			}
-			continue
-		}
-		if ref := metav1.GetControllerOf(ing); ref != nil && ref.Kind == "Service" && !wanted[name] {
-			problems = append(problems, fmt.Sprintf("Ingress %s is controlled by Service %s (uid %s), which asks for none", name, ref.Name, ref.UID))
-		}
-	}
-	for name := range foreign {
-		if byName[name] == nil {
-			problems = append(problems, fmt.Sprintf("foreign Ingress %s was deleted", name))
-		}
-	}
-	slices.Sort(problems)
-	return problems, nil
+	return framework.CompareIngresses(ings.Items, want, foreign).Problems, nil
 }
 
 // backendNetwork is one network of ours in a backend.
@@ -382,8 +343,8 @@ type settled struct {
 	kube    kubernetes.Interface
 	sample  versioned.Interface
 	ns      string
-	foreign map[string]foreignIngress
-	backend backendState // nil: no Networks in the test
+	foreign map[string]string // name -> resourceVersion
+	backend backendState      // nil: no Networks in the test
 	logs    []func() string
 }
 

@@ -49,7 +49,7 @@ func (e *leaderEnv) startPair(kubeconfigA string, extra ...string) (a, b *proces
 	a = e.start("manager-a", kubeconfigA, extra...)
 	e.waitHolder("manager-a", time.Minute)
 	a.waitLog("Became leader", time.Minute)
-	b = e.start("manager-b", writeKubeconfig(e.t, cfg))
+	b = e.start("manager-b", framework.Kubeconfig(e.t, cfg))
 	b.waitLog("Another replica leads", time.Minute)
 	return a, b
 }
@@ -98,8 +98,8 @@ func (e *leaderEnv) finish(created <-chan error, a, b *process) (most, total int
 	nothingLost(e.t, neutronSettle, settled{kube: e.kube, sample: e.sample, ns: e.ns, backend: e.cloud.state(), logs: []func() string{a.Logs, b.Logs}})
 	ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
 	defer cancel()
-	if h, transitions, err := e.holder(ctx); err != nil || h != b.name || transitions != 1 {
-		e.t.Errorf("Lease held by %q after %d transitions (%v); want %s after 1", h, transitions, err, b.name)
+	if h, transitions, err := e.holder(ctx); err != nil || h != b.Name || transitions != 1 {
+		e.t.Errorf("Lease held by %q after %d transitions (%v); want %s after 1", h, transitions, err, b.Name)
 	}
 	_, creates := e.cloud.state()()
 	return maxCreates(creates)
@@ -112,7 +112,7 @@ func (e *leaderEnv) finish(created <-chan error, a, b *process) (most, total int
 func TestLeaderKilled(t *testing.T) {
 	t.Parallel()
 	e := newLeaderEnv(t)
-	a, b := e.startPair(writeKubeconfig(t, cfg))
+	a, b := e.startPair(framework.Kubeconfig(t, cfg))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -146,7 +146,7 @@ func TestLeaderPartitioned(t *testing.T) {
 	t.Parallel()
 	e := newLeaderEnv(t)
 	p := newProxy(t, cfg)
-	a, b := e.startPair(writeKubeconfig(t, p.config(cfg)))
+	a, b := e.startPair(framework.Kubeconfig(t, p.config(cfg)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -196,7 +196,7 @@ func TestLeaderLosesLeaseWhileDraining(t *testing.T) {
 	e := newLeaderEnv(t)
 	e.cloud.SetLatency(500 * time.Millisecond)
 	p := newProxy(t, cfg)
-	a, b := e.startPair(writeKubeconfig(t, p.config(cfg)), "--shutdown-timeout="+shutdownTimeout.String())
+	a, b := e.startPair(framework.Kubeconfig(t, p.config(cfg)), "--shutdown-timeout="+shutdownTimeout.String())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -231,12 +231,12 @@ func stoppedBefore(t *testing.T, old, new *process) time.Duration {
 	t.Helper()
 	stopped, started := old.logTimes("Workers stopped"), new.logTimes("Became leader")
 	if len(stopped) == 0 || len(started) == 0 {
-		t.Errorf("%s logged %d \"Workers stopped\", %s logged %d \"Became leader\"", old.name, len(stopped), new.name, len(started))
+		t.Errorf("%s logged %d \"Workers stopped\", %s logged %d \"Became leader\"", old.Name, len(stopped), new.Name, len(started))
 		return 0
 	}
 	last := slices.MaxFunc(stopped, time.Time.Compare)
 	if !last.Before(started[0]) {
-		t.Errorf("%s still had workers until %s, after %s became leader at %s", old.name, last.Format("15:04:05.000"), new.name, started[0].Format("15:04:05.000"))
+		t.Errorf("%s still had workers until %s, after %s became leader at %s", old.Name, last.Format("15:04:05.000"), new.Name, started[0].Format("15:04:05.000"))
 	}
 	return started[0].Sub(last)
 }

@@ -81,7 +81,7 @@ type model struct {
 	kube    kubernetes.Interface
 	ns      string
 	svcs    map[string]*corev1.Service
-	foreign map[string]foreignIngress
+	foreign map[string]string
 	opts    *app.Options
 	m       *framework.Manager
 	counts  map[string]int
@@ -98,7 +98,7 @@ func TestModelIngressManager(t *testing.T) {
 	t.Logf("seed %d (replay with FAULTS_MODEL_SEED=%d)", seed, seed)
 	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	md := &model{t: t, rnd: rand.New(rand.NewPCG(seed, 0)), kube: kube, ns: framework.CreateNamespace(t, kube),
-		svcs: map[string]*corev1.Service{}, foreign: map[string]foreignIngress{}, counts: map[string]int{}}
+		svcs: map[string]*corev1.Service{}, foreign: map[string]string{}, counts: map[string]int{}}
 	md.opts = framework.ControllerOptions(md.ns, "ingress-manager")
 	md.m = framework.StartManager(t, cfg, md.opts)
 	var managers []*framework.Manager
@@ -207,7 +207,7 @@ func (md *model) step(op modelOp) string {
 		if err != nil {
 			t.Fatalf("creating foreign Ingress %s: %v", name, err)
 		}
-		md.foreign[name] = foreignIngress{Name: name, ResourceVersion: ing.ResourceVersion}
+		md.foreign[name] = ing.ResourceVersion
 	case opRestart:
 		if err := md.m.Stop(); err != nil {
 			t.Fatalf("stopping the manager: %v", err)

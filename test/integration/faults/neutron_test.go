@@ -17,21 +17,6 @@ import (
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-// countLines returns how many lines of logs contain every one of parts.
-func countLines(logs string, parts ...string) int {
-	n := 0
-	for line := range strings.SplitSeq(logs, "\n") {
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
-
 // TestNeutronFaults runs the network controller on the Neutron backend
 // while Neutron fails: 500s and 503s (on any request, on tagging a created
 // network, on creating a subnet), 2s per request, and down (connections
@@ -95,7 +80,7 @@ func TestNeutronFaults(t *testing.T) {
 	retriedBefore := 0
 	deleted := []string{"net-001", "net-002", "net-010", "net-011"}
 	for _, name := range deleted {
-		retriedBefore += countLines(m.Logs(), "Error syncing", fmt.Sprintf("key=%q", ns+"/"+name))
+		retriedBefore += framework.CountLines(m.Logs(), "Error syncing", fmt.Sprintf("key=%q", ns+"/"+name))
 	}
 	cloud.SetDown(true)
 	downSince := m.CountLogs("The network backend is down")
@@ -122,7 +107,7 @@ func TestNeutronFaults(t *testing.T) {
 	}
 	retried := -retriedBefore
 	for _, name := range deleted {
-		retried += countLines(m.Logs(), "Error syncing", fmt.Sprintf("key=%q", ns+"/"+name))
+		retried += framework.CountLines(m.Logs(), "Error syncing", fmt.Sprintf("key=%q", ns+"/"+name))
 	}
 	dropped := cloud.Counts()
 	cloud.SetDown(false)

@@ -3,16 +3,17 @@ package faults
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 // annotatedService returns Service i of a test: annotated ingress/http,
@@ -46,44 +47,26 @@ func testNetwork(ns string, i int) *samplecrdv1.Network {
 // down meanwhile) until each exists or ctx ends. It returns at once; the
 // channel gets the outcome.
 func createAll(ctx context.Context, kube kubernetes.Interface, sample versioned.Interface, ns string, services, networks int) <-chan error {
-	jobs := make(chan func(context.Context) error)
-	go func() {
-		defer close(jobs)
-		for i := range max(services, networks) {
-			if i < networks {
-				n := testNetwork(ns, i)
-				jobs <- func(ctx context.Context) error {
-					_, err := sample.SamplecrdV1().Networks(ns).Create(ctx, n, metav1.CreateOptions{})
-					return err
-				}
-			}
-			if i < services {
-				svc := annotatedService(ns, i)
-				jobs <- func(ctx context.Context) error {
-					_, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-					return err
-				}
-			}
+	var jobs []func(context.Context) error
+	for i := range max(services, networks) {
+		if i < networks {
+			n := testNetwork(ns, i)
+			jobs = append(jobs, func(ctx context.Context) error {
+				_, err := sample.SamplecrdV1().Networks(ns).Create(ctx, n, metav1.CreateOptions{})
+				return err
+			})
 		}
-	}()
-	done := make(chan error, 1)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range 16 {
-		wg.Go(func() {
-			for job := range jobs {
-				if err := retry(ctx, job); err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-				}
-			}
-		})
+		if i < services {
+			svc := annotatedService(ns, i)
+			jobs = append(jobs, func(ctx context.Context) error {
+				_, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+				return err
+			})
+		}
 	}
+	done := make(chan error, 1)
 	go func() {
-		wg.Wait()
-		done <- firstErr
+		done <- framework.Parallel(ctx, 16, len(jobs), func(ctx context.Context, i int) error { return retry(ctx, jobs[i]) })
 	}()
 	return done
 }
@@ -92,15 +75,13 @@ func createAll(ctx context.Context, kube kubernetes.Interface, sample versioned.
 // previous attempt that succeeded but whose answer was lost), or until ctx
 // ends.
 func retry(ctx context.Context, create func(context.Context) error) error {
-	for {
-		err := create(ctx)
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = create(ctx)
+		return last == nil || apierrors.IsAlreadyExists(last), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last error: %w)", err, last)
 	}
+	return nil
 }

@@ -1,70 +1,22 @@
 package faults
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
-// writeKubeconfig writes a kubeconfig equivalent to c (server, CA, client
-// certificate) into the test's temporary directory and returns its path.
-func writeKubeconfig(t testing.TB, c *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData, TLSServerName: c.ServerName}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // process is a controller-manager running as a child process.
 type process struct {
-	t    testing.TB
-	name string
-	cmd  *exec.Cmd
-	out  syncBuffer
-	done chan struct{}
-	err  error     // Wait's result, once done is closed
-	at   time.Time // when it exited, once done is closed
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	*framework.Process
+	t testing.TB
 }
 
 // startProcess runs the controller-manager binary with args and, besides
@@ -73,27 +25,17 @@ func (b *syncBuffer) String() string {
 // test ends if still running.
 func startProcess(t testing.TB, name string, env map[string]string, args ...string) *process {
 	t.Helper()
-	p := &process{t: t, name: name, cmd: exec.Command(managerBinary(t), args...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	p.cmd.Env = os.Environ()
+	environ := os.Environ()
 	for k, v := range env {
-		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		environ = append(environ, k+"="+v)
 	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
+	fp, err := framework.StartProcess(name, managerBinary(t), args, framework.ProcessOptions{Env: environ})
+	if err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		p.at = time.Now()
-		close(p.done)
-	}()
+	p := &process{Process: fp, t: t}
 	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		fp.Kill()
 		if t.Failed() {
 			t.Logf("output of %s:\n%s", name, p.Logs())
 		}
@@ -137,35 +79,23 @@ const (
 )
 
 // Logs returns everything the process wrote so far.
-func (p *process) Logs() string { return p.out.String() }
+func (p *process) Logs() string { return p.Process.Logs(0) }
 
 // Count returns how many lines of the output contain s.
-func (p *process) Count(s string) int {
-	n := 0
-	for line := range strings.SplitSeq(p.Logs(), "\n") {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
+func (p *process) Count(s string) int { return framework.CountLines(p.Logs(), s) }
 
 // Signal sends sig to the process.
 func (p *process) Signal(sig syscall.Signal) {
 	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		p.t.Fatalf("signalling %s: %v", p.name, err)
+	if err := p.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signalling %s: %v", p.Name, err)
 	}
 }
 
-// Exited reports whether the process has exited.
-func (p *process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+// exited reports whether the process has exited.
+func (p *process) exited() bool {
+	exited, _ := p.Exited()
+	return exited
 }
 
 // Wait waits at most timeout for the process to exit and returns its exit
@@ -173,36 +103,26 @@ func (p *process) Exited() bool {
 func (p *process) Wait(timeout time.Duration) int {
 	p.t.Helper()
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(timeout):
-		p.t.Fatalf("%s still running %v later; output:\n%s", p.name, timeout, p.Logs())
+		p.t.Fatalf("%s still running %v later; output:\n%s", p.Name, timeout, p.Logs())
 	}
-	var exit *exec.ExitError
-	switch {
-	case p.err == nil:
-		return 0
-	case errors.As(p.err, &exit):
-		return exit.ExitCode() // -1 when killed by a signal
+	code, err := p.ExitCode()
+	if err != nil {
+		p.t.Fatalf("waiting for %s: %v", p.Name, err)
 	}
-	p.t.Fatalf("waiting for %s: %v", p.name, p.err)
-	return -1
-}
-
-// ExitedAt returns when the process exited (after Wait).
-func (p *process) ExitedAt() time.Time {
-	<-p.done
-	return p.at
+	return code
 }
 
 // waitLog waits until the output has a line containing s.
 func (p *process) waitLog(s string, timeout time.Duration) {
 	p.t.Helper()
-	framework.Eventually(p.t, timeout, fmt.Sprintf("%s to log %q", p.name, s), func(context.Context) (bool, error) {
+	framework.Eventually(p.t, timeout, fmt.Sprintf("%s to log %q", p.Name, s), func(context.Context) (bool, error) {
 		if p.Count(s) > 0 {
 			return true, nil
 		}
-		if p.Exited() {
-			return false, fmt.Errorf("%s exited; output:\n%s", p.name, p.Logs())
+		if p.exited() {
+			return false, fmt.Errorf("%s exited; output:\n%s", p.Name, p.Logs())
 		}
 		return false, nil
 	})

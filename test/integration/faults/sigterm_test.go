@@ -31,7 +31,7 @@ func TestSIGTERMDrainsInFlightWork(t *testing.T) {
 	ns := framework.CreateNamespace(t, kube)
 	cloud := newCloud(t)
 	cloud.SetLatency(300 * time.Millisecond)
-	kubeconfig := writeKubeconfig(t, cfg)
+	kubeconfig := framework.Kubeconfig(t, cfg)
 	args := managerArgs(kubeconfig, ns, append(cloud.args(), "--shutdown-timeout="+shutdownTimeout.String(), "--network-workers=4")...)
 	first := startProcess(t, "manager-1", cloud.Env(), args...)
 	first.waitLog("Caches synced", time.Minute)

@@ -2,10 +2,12 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -44,25 +46,15 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Annotate sets (value non-nil) or removes (nil) annotations of Service
-// ns/name, retrying conflicts.
+// ns/name with one merge patch, retried on errors until Timeout.
 func Annotate(t testing.TB, client kubernetes.Interface, ns, name string, ann map[string]*string) {
 	t.Helper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	Eventually(t, Timeout, "annotating "+name, func(ctx context.Context) (bool, error) {
-		svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if svc.Annotations == nil {
-			svc.Annotations = map[string]string{}
-		}
-		for k, v := range ann {
-			if v == nil {
-				delete(svc.Annotations, k)
-			} else {
-				svc.Annotations[k] = *v
-			}
-		}
-		_, err = client.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{})
+		_, err := client.CoreV1().Services(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err == nil, err
 	})
 }

@@ -67,16 +67,16 @@ func TestMoveDrainsTheOldObjectOutOfDNS(t *testing.T) {
 	const drain = 4 * time.Second
 	opts := func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = 0, drain }
 	e := setup(t, opts)
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitIngress("web", "the Ingress", nil)
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitIngress("web", "the Ingress", nil)
 	e.setIngressAddress("web")
 
 	// To a route: the Ingress (without annotations of its own) is
 	// withdrawn once the route is accepted, and stays.
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	e.waitRoute("web", "the route", nil)
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	ing := e.waitIngress("web", "the Ingress withdrawn from external-dns", func(ing *networkingv1.Ingress) error {
+	ing := e.WaitIngress("web", "the Ingress withdrawn from external-dns", func(ing *networkingv1.Ingress) error {
 		_, err := withdrawalOf(ing)
 		return err
 	})
@@ -84,18 +84,18 @@ func TestMoveDrainsTheOldObjectOutOfDNS(t *testing.T) {
 	if err := ownsOnly(ing, "ingress-manager-dns", withdrawnFieldsNewMap); err != nil {
 		t.Error(err)
 	}
-	e.waitEvent("web", corev1.EventTypeNormal, "WithdrawnFromDNS", "Withdrew Ingress web from external-dns")
+	e.WaitEvent("web", corev1.EventTypeNormal, "WithdrawnFromDNS", "Withdrew Ingress web from external-dns")
 
 	// A restart mid-drain: the new manager keeps the withdrawal time and
 	// deletes the Ingress once the drain passed since then, not before.
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	e.start(opts)
+	e.Start(opts)
 	var lastSeen, goneAt time.Time
 	framework.EventuallyEvery(t, 50*time.Millisecond, framework.Timeout, "the Ingress deleted after the drain", func(ctx context.Context) (bool, error) {
 		now := time.Now()
-		ing, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, "web", metav1.GetOptions{})
+		ing, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(ctx, "web", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			goneAt = now
 			return true, nil
@@ -116,15 +116,15 @@ func TestMoveDrainsTheOldObjectOutOfDNS(t *testing.T) {
 
 	// Back to an Ingress, the route with an annotation of its own: it is
 	// withdrawn once the Ingress has an address.
-	e.annotate("web", map[string]*string{"ingress/annotations": ptr.To(`{"example.com/team":"shop"}`)})
+	e.Annotate("web", map[string]*string{"ingress/annotations": ptr.To(`{"example.com/team":"shop"}`)})
 	e.waitRoute("web", "the route with the Service's annotation", func(r *gatewayv1.HTTPRoute) error {
 		if r.Annotations["example.com/team"] != "shop" {
 			return fmt.Errorf("annotations %v: not the Service's yet", r.Annotations)
 		}
 		return nil
 	})
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
-	e.waitIngress("web", "the Ingress again", nil)
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	e.WaitIngress("web", "the Ingress again", nil)
 	e.setIngressAddress("web")
 	route := e.waitRoute("web", "the route withdrawn from external-dns", func(r *gatewayv1.HTTPRoute) error {
 		_, err := withdrawalOf(r)
@@ -136,8 +136,8 @@ func TestMoveDrainsTheOldObjectOutOfDNS(t *testing.T) {
 
 	// And to the route again mid-drain: it is returned to external-dns, not
 	// deleted, and the Ingress is withdrawn and drained in its turn.
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
-	e.waitEvent("web", corev1.EventTypeNormal, "ReturnedToDNS", "Returned HTTPRoute web to external-dns: the Service is on HTTPRoute web again")
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.WaitEvent("web", corev1.EventTypeNormal, "ReturnedToDNS", "Returned HTTPRoute web to external-dns: the Service is on HTTPRoute web again")
 	route = e.waitRoute("web", "the route back in external-dns", func(r *gatewayv1.HTTPRoute) error {
 		for _, k := range []string{ingressmanager.AnnotationExternalDNSController, ingressmanager.AnnotationExternalDNSControllerLegacy, ingressmanager.AnnotationDNSWithdrawn} {
 			if _, ok := r.Annotations[k]; ok {
@@ -149,15 +149,15 @@ func TestMoveDrainsTheOldObjectOutOfDNS(t *testing.T) {
 	if route.Annotations["example.com/team"] != "shop" {
 		t.Errorf("the route's own annotations %v were changed", route.Annotations)
 	}
-	e.waitIngress("web", "the Ingress withdrawn in its turn", func(ing *networkingv1.Ingress) error {
+	e.WaitIngress("web", "the Ingress withdrawn in its turn", func(ing *networkingv1.Ingress) error {
 		_, err := withdrawalOf(ing)
 		return err
 	})
-	e.waitNoIngress("web", "the Ingress deleted after its drain")
+	e.WaitNoIngress("web", "the Ingress deleted after its drain")
 	if !e.routeExists("web") {
 		t.Error("the route the Service moved back to was deleted")
 	}
-	if n := e.m.CountLogs("Error syncing"); n != 0 {
+	if n := e.M.CountLogs("Error syncing"); n != 0 {
 		t.Errorf("%d sync errors during the moves", n)
 	}
 }

@@ -31,28 +31,28 @@ func (e *env) gateway() gatewayclient.Interface {
 
 // waitRoute waits until the HTTPRoute name exists and check accepts it.
 func (e *env) waitRoute(name, what string, check func(*gatewayv1.HTTPRoute) error) *gatewayv1.HTTPRoute {
-	e.t.Helper()
-	return framework.WaitObject(e.t, what, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.ns).Get, name), check)
+	e.T.Helper()
+	return framework.WaitObject(e.T, what, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.NS).Get, name), check)
 }
 
 func (e *env) waitNoRoute(name, what string) {
-	e.t.Helper()
-	framework.WaitGone(e.t, what, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.ns).Get, name))
+	e.T.Helper()
+	framework.WaitGone(e.T, what, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.NS).Get, name))
 }
 
 // setRouteStatus writes the route's status for Gateway gw (in the test
 // namespace) as a Gateway controller would: Accepted and ResolvedRefs.
 func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, reason, message string) {
-	e.t.Helper()
+	e.T.Helper()
 	e.setRouteStatusBehind(name, gw, accepted, reason, message, 0)
 }
 
 // setRouteStatusBehind is setRouteStatus observed that many generations
 // before the route's: a Gateway controller that has not caught up.
 func (e *env) setRouteStatusBehind(name, gw string, accepted metav1.ConditionStatus, reason, message string, behind int64) {
-	e.t.Helper()
-	framework.Eventually(e.t, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
-		route, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
+	e.T.Helper()
+	framework.Eventually(e.T, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
+		route, err := e.gateway().GatewayV1().HTTPRoutes(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -66,7 +66,7 @@ func (e *env) setRouteStatusBehind(name, gw string, accepted metav1.ConditionSta
 				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: observed, LastTransitionTime: now},
 			},
 		}}
-		_, err = e.gateway().GatewayV1().HTTPRoutes(e.ns).UpdateStatus(ctx, route, metav1.UpdateOptions{})
+		_, err = e.gateway().GatewayV1().HTTPRoutes(e.NS).UpdateStatus(ctx, route, metav1.UpdateOptions{})
 		return err == nil, err
 	})
 }
@@ -74,34 +74,34 @@ func (e *env) setRouteStatusBehind(name, gw string, accepted metav1.ConditionSta
 // setIngressAddress writes an address into the Ingress's status, as an
 // Ingress controller does once it serves it.
 func (e *env) setIngressAddress(name string) {
-	e.t.Helper()
-	framework.Eventually(e.t, framework.Timeout, "writing the status of Ingress "+name, func(ctx context.Context) (bool, error) {
-		ing, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, name, metav1.GetOptions{})
+	e.T.Helper()
+	framework.Eventually(e.T, framework.Timeout, "writing the status of Ingress "+name, func(ctx context.Context) (bool, error) {
+		ing, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "198.51.100.10"}}
-		_, err = e.client.NetworkingV1().Ingresses(e.ns).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
+		_, err = e.Client.NetworkingV1().Ingresses(e.NS).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
 		return err == nil, err
 	})
 }
 
 func (e *env) ingressExists(name string) bool {
-	e.t.Helper()
-	return exists(e, framework.Get(e.client.NetworkingV1().Ingresses(e.ns).Get, name))
+	e.T.Helper()
+	return exists(e, framework.Get(e.Client.NetworkingV1().Ingresses(e.NS).Get, name))
 }
 
 func (e *env) routeExists(name string) bool {
-	e.t.Helper()
-	return exists(e, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.ns).Get, name))
+	e.T.Helper()
+	return exists(e, framework.Get(e.gateway().GatewayV1().HTTPRoutes(e.NS).Get, name))
 }
 
 // exists reports whether get finds its object.
 func exists[T any](e *env, get func(context.Context) (T, error)) bool {
-	e.t.Helper()
-	_, err := get(e.ctx)
+	e.T.Helper()
+	_, err := get(e.Ctx)
 	if err != nil && !apierrors.IsNotFound(err) {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return err == nil
 }
@@ -118,9 +118,9 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 		o.IngressMoveSettle = 0
 		o.IngressMoveDNSDrain = 0
 	})
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
-	e.waitIngress("web", "an Ingress while the Gateway API is not served", nil)
-	e.waitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
+	e.WaitIngress("web", "an Ingress while the Gateway API is not served", nil)
+	e.WaitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
 
 	if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 		t.Fatal("the Ingress went before the Gateway accepted the route")
 	}
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
 }
 
 // TestGatewayAPIRemovedWhileRunning: the HTTPRoute CRD removed while the
@@ -143,12 +143,12 @@ func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
 		o.IngressMoveSettle = 0
 		o.IngressMoveDNSDrain = 0
 	})
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitIngress("web", "the Ingress", nil)
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitIngress("web", "the Ingress", nil)
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	e.waitRoute("web", "the route", nil)
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
 
 	// The later tests of the package need the Gateway API, whatever happens here.
 	t.Cleanup(func() {
@@ -158,21 +158,21 @@ func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
 	})
 	// While the CRD terminates, the API server refuses to create routes
 	// with 403 Forbidden: no RBAC is missing.
-	e.m.ExpectForbidden()
+	e.M.ExpectForbidden()
 	if err := framework.RemoveHTTPRoutes(context.Background(), framework.AdminConfig()); err != nil {
 		t.Fatal(err)
 	}
-	e.waitIngress("web", "an Ingress again once the Gateway API is no longer served, without a restart", nil)
-	e.waitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
+	e.WaitIngress("web", "an Ingress again once the Gateway API is no longer served, without a restart", nil)
+	e.WaitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
 
 	if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
 		t.Fatal(err)
 	}
 	e.waitRoute("web", "the route again once the Gateway API is served again", nil)
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("web", "the Ingress deleted once the new route is accepted")
-	for _, req := range e.m.Forbidden() {
-		if !strings.HasPrefix(req, "POST ") || !strings.HasSuffix(req, "/namespaces/"+e.ns+"/httproutes") {
+	e.WaitNoIngress("web", "the Ingress deleted once the new route is accepted")
+	for _, req := range e.M.Forbidden() {
+		if !strings.HasPrefix(req, "POST ") || !strings.HasSuffix(req, "/namespaces/"+e.NS+"/httproutes") {
 			t.Errorf("the API server refused a request of the manager but the creates of routes while the CRD terminates: %s", req)
 		}
 	}
@@ -201,20 +201,20 @@ func holdFinalizer[T any](t testing.TB, patch func(context.Context, string, type
 // contains msg, and fails the test if get answers NotFound first: the
 // object a move must keep was deleted.
 func waitKept[T any](e *env, what, svc string, get func(context.Context) (T, error), reason, msg string) {
-	e.t.Helper()
+	e.T.Helper()
 	deleted := false
-	framework.Eventually(e.t, framework.Timeout, what, func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.T, framework.Timeout, what, func(ctx context.Context) (bool, error) {
 		if _, err := get(ctx); apierrors.IsNotFound(err) {
 			deleted = true
 			return true, nil
 		} else if err != nil {
 			return false, err
 		}
-		ev, err := framework.FindEvent(ctx, e.client, e.ns, "Service", svc, corev1.EventTypeNormal, reason, msg)
+		ev, err := framework.FindEvent(ctx, e.Client, e.NS, "Service", svc, corev1.EventTypeNormal, reason, msg)
 		return ev != nil, err
 	})
 	if deleted {
-		e.t.Fatalf("%s: it was deleted, and nothing serves the Service once the finalizer goes", what)
+		e.T.Fatalf("%s: it was deleted, and nothing serves the Service once the finalizer goes", what)
 	}
 }
 
@@ -242,30 +242,30 @@ func checkReplaced[T metav1.Object](old T) func(T) error {
 // new Ingress has an address, and the old Ingress is deleted once.
 func TestMoveBackKeepsTheRouteWhileTheIngressIsBeingDeleted(t *testing.T) {
 	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = 0, 0 })
-	ingresses := e.client.NetworkingV1().Ingresses(e.ns)
-	routes := e.gateway().GatewayV1().HTTPRoutes(e.ns)
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitIngress("web", "the Ingress", nil)
+	ingresses := e.Client.NetworkingV1().Ingresses(e.NS)
+	routes := e.gateway().GatewayV1().HTTPRoutes(e.NS)
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitIngress("web", "the Ingress", nil)
 	holdFinalizer(t, ingresses.Patch, "web", true)
 	e.setIngressAddress("web")
 
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	e.waitRoute("web", "the route", nil)
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	old := e.waitIngress("web", "the Ingress being deleted once the route is accepted", checkBeingDeleted[*networkingv1.Ingress])
+	old := e.WaitIngress("web", "the Ingress being deleted once the route is accepted", checkBeingDeleted[*networkingv1.Ingress])
 
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
 	waitKept(e, "the route kept while the only Ingress is being deleted", "web", framework.Get(routes.Get, "web"),
 		"WaitingForIngress", "Ingress web, which is being deleted, is gone")
 
 	holdFinalizer(t, ingresses.Patch, "web", false)
-	e.waitIngress("web", "a new Ingress once the old one is gone", checkReplaced(old))
+	e.WaitIngress("web", "a new Ingress once the old one is gone", checkReplaced(old))
 	if !e.routeExists("web") {
 		t.Fatal("the route went before the new Ingress has an address")
 	}
 	e.setIngressAddress("web")
 	e.waitNoRoute("web", "the route deleted once the new Ingress has an address")
-	if n := e.m.CountLogs("Deleted Ingress"); n != 1 {
+	if n := e.M.CountLogs("Deleted Ingress"); n != 1 {
 		t.Errorf("the Ingress was deleted %d times, want once: an object being deleted is not deleted again", n)
 	}
 }
@@ -276,19 +276,19 @@ func TestMoveBackKeepsTheRouteWhileTheIngressIsBeingDeleted(t *testing.T) {
 // route's Accepted=True of an older generation does not count either.
 func TestMoveKeepsTheIngressWhileTheRouteIsBeingDeleted(t *testing.T) {
 	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = 0, 0 })
-	ingresses := e.client.NetworkingV1().Ingresses(e.ns)
-	routes := e.gateway().GatewayV1().HTTPRoutes(e.ns)
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
+	ingresses := e.Client.NetworkingV1().Ingresses(e.NS)
+	routes := e.gateway().GatewayV1().HTTPRoutes(e.NS)
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
 	e.waitRoute("web", "the route", nil)
 	holdFinalizer(t, routes.Patch, "web", true)
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
 
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
-	e.waitIngress("web", "the Ingress", nil)
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	e.WaitIngress("web", "the Ingress", nil)
 	e.setIngressAddress("web")
 	old := e.waitRoute("web", "the route being deleted once the Ingress has an address", checkBeingDeleted[*gatewayv1.HTTPRoute])
 
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	waitKept(e, "the Ingress kept while the only route is being deleted", "web", framework.Get(ingresses.Get, "web"),
 		"WaitingForHTTPRoute", "HTTPRoute web, which is being deleted, is gone")
 
@@ -298,20 +298,19 @@ func TestMoveKeepsTheIngressWhileTheRouteIsBeingDeleted(t *testing.T) {
 	waitKept(e, "the Ingress kept while the route's Accepted=True is of an older generation", "web", framework.Get(ingresses.Get, "web"),
 		"WaitingForHTTPRoute", "its Accepted=True is of an older generation")
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("web", "the Ingress deleted once the Gateway accepted the route's generation")
-	if n := e.m.CountLogs("Deleted HTTPRoute"); n != 1 {
+	e.WaitNoIngress("web", "the Ingress deleted once the Gateway accepted the route's generation")
+	if n := e.M.CountLogs("Deleted HTTPRoute"); n != 1 {
 		t.Errorf("the route was deleted %d times, want once: an object being deleted is not deleted again", n)
 	}
 }
 
 func TestRouteForAnnotatedService(t *testing.T) {
 	e := setup(t)
-	svc := e.createService(framework.SeedService(e.ns, "my-nginx", map[string]string{"ingress/http": "nginx", "ingress/gateway": "infra/gw", "ingress/gateway-listener": "http"}))
+	svc := e.CreateService(framework.SeedService(e.NS, "my-nginx", map[string]string{"ingress/http": "nginx", "ingress/gateway": "infra/gw", "ingress/gateway-listener": "http"}))
 	route := e.waitRoute("my-nginx", "the seed Service's HTTPRoute", nil)
 
-	ref := metav1.GetControllerOf(route)
-	if ref == nil || ref.Kind != "Service" || ref.Name != "my-nginx" || ref.UID != svc.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
-		t.Errorf("controller owner reference = %+v, want Service my-nginx %s with blockOwnerDeletion", ref, svc.UID)
+	if err := framework.ControlledBy(route, svc.UID); err != nil {
+		t.Error(err)
 	}
 	spec := route.Spec
 	if len(spec.ParentRefs) != 1 || spec.ParentRefs[0].Name != "gw" || ptr.Deref(spec.ParentRefs[0].Namespace, "") != "infra" ||
@@ -329,24 +328,24 @@ func TestRouteForAnnotatedService(t *testing.T) {
 		b.Name != "my-nginx" || ptr.Deref(b.Port, 0) != 80 {
 		t.Errorf("rule = %+v -> %+v, want PathPrefix / -> my-nginx:80", m, b)
 	}
-	e.waitEvent("my-nginx", corev1.EventTypeNormal, "HTTPRouteCreated", "my-nginx")
-	e.waitSynced("my-nginx", 1)
-	if n := e.writes.Writes("httproutes"); n != 1 {
-		t.Errorf("httproute writes = %d, want exactly 1 (%s)", n, e.writes)
+	e.WaitEvent("my-nginx", corev1.EventTypeNormal, "HTTPRouteCreated", "my-nginx")
+	e.WaitSynced("my-nginx", 1)
+	if n := e.Writes.Writes("httproutes"); n != 1 {
+		t.Errorf("httproute writes = %d, want exactly 1 (%s)", n, e.Writes)
 	}
-	if n := e.writes.Writes("ingresses"); n != 0 || e.ingressExists("my-nginx") {
+	if n := e.Writes.Writes("ingresses"); n != 0 || e.ingressExists("my-nginx") {
 		t.Errorf("an Ingress was written (%d writes) for a Service that asks for a Gateway", n)
 	}
 
 	// Drift is repaired, and a field of someone else is kept.
 	framework.Eventually(t, framework.Timeout, "changing the route", func(ctx context.Context) (bool, error) {
-		r, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(ctx, "my-nginx", metav1.GetOptions{})
+		r, err := e.gateway().GatewayV1().HTTPRoutes(e.NS).Get(ctx, "my-nginx", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		r.Spec.Hostnames = []gatewayv1.Hostname{"drift.example.com"}
 		r.Labels = map[string]string{"team": "web"}
-		_, err = e.gateway().GatewayV1().HTTPRoutes(e.ns).Update(ctx, r, metav1.UpdateOptions{FieldManager: "someone"})
+		_, err = e.gateway().GatewayV1().HTTPRoutes(e.NS).Update(ctx, r, metav1.UpdateOptions{FieldManager: "someone"})
 		return err == nil, err
 	})
 	e.waitRoute("my-nginx", "drift repaired", func(r *gatewayv1.HTTPRoute) error {
@@ -360,50 +359,50 @@ func TestRouteForAnnotatedService(t *testing.T) {
 	})
 
 	// A restart finds it converged: no write.
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	e.start()
-	e.waitSynced("my-nginx", 1)
-	if got := e.writes.Writes(""); got != 0 {
-		t.Errorf("writes after a restart with converged state = %d, want 0 (%s)", got, e.writes)
+	e.Start()
+	e.WaitSynced("my-nginx", 1)
+	if got := e.Writes.Writes(""); got != 0 {
+		t.Errorf("writes after a restart with converged state = %d, want 0 (%s)", got, e.Writes)
 	}
 
 	// Annotation gone: the route goes.
-	e.annotate("my-nginx", map[string]*string{"ingress/http": nil})
+	e.Annotate("my-nginx", map[string]*string{"ingress/http": nil})
 	e.waitNoRoute("my-nginx", "the route deleted with the annotation")
 }
 
 func TestMoveIngressToRouteAndBack(t *testing.T) {
 	const settle = time.Second
 	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = settle, 0 })
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-	e.waitIngress("web", "the Ingress", nil)
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitIngress("web", "the Ingress", nil)
 
 	// To a route: made before the Ingress is broken.
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	e.waitRoute("web", "the route", nil)
-	e.waitEvent("web", corev1.EventTypeNormal, "WaitingForHTTPRoute", "until Gateway "+e.ns+"/gw accepts HTTPRoute web")
+	e.WaitEvent("web", corev1.EventTypeNormal, "WaitingForHTTPRoute", "until Gateway "+e.NS+"/gw accepts HTTPRoute web")
 	if !e.ingressExists("web") {
 		t.Fatal("the Ingress went before the Gateway accepted the route")
 	}
 	e.setRouteStatus("web", "gw", metav1.ConditionFalse, "NotAllowedByListeners", "no listener allows routes from this namespace")
-	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted", "NotAllowedByListeners: no listener allows routes from this namespace")
+	e.WaitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted", "NotAllowedByListeners: no listener allows routes from this namespace")
 	if !e.ingressExists("web") {
 		t.Fatal("the Ingress went while the Gateway refuses the route")
 	}
 	start := time.Now()
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
 	if took := time.Since(start); took < settle {
 		t.Errorf("the Ingress went %v after the route was accepted, before the settle time %v", took, settle)
 	}
-	e.waitEvent("web", corev1.EventTypeNormal, "IngressDeleted", "accepted HTTPRoute web")
+	e.WaitEvent("web", corev1.EventTypeNormal, "IngressDeleted", "accepted HTTPRoute web")
 
 	// And back: the route stays until the new Ingress has an address.
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
-	e.waitIngress("web", "the Ingress again", nil)
-	e.waitEvent("web", corev1.EventTypeNormal, "WaitingForIngress", "until Ingress web has an address")
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	e.WaitIngress("web", "the Ingress again", nil)
+	e.WaitEvent("web", corev1.EventTypeNormal, "WaitingForIngress", "until Ingress web has an address")
 	e.waitRoute("web", "the route kept meanwhile", nil)
 	start = time.Now()
 	e.setIngressAddress("web")
@@ -411,107 +410,7 @@ func TestMoveIngressToRouteAndBack(t *testing.T) {
 	if took := time.Since(start); took < settle {
 		t.Errorf("the route went %v after the Ingress got an address, before the settle time %v", took, settle)
 	}
-	if n := e.m.CountLogs("Error syncing"); n != 0 {
+	if n := e.M.CountLogs("Error syncing"); n != 0 {
 		t.Errorf("%d sync errors during the moves", n)
-	}
-}
-
-func TestDefaultGatewayFlag(t *testing.T) {
-	e := setup(t, func(o *app.Options) { o.IngressGateway = "infra/shared" })
-	e.createService(framework.SeedService(e.ns, "moved", map[string]string{"ingress/http": "nginx"}))
-	e.createService(framework.SeedService(e.ns, "stays", map[string]string{"ingress/http": "nginx", "ingress/gateway": ""}))
-	e.waitRoute("moved", "a route to the default Gateway", func(r *gatewayv1.HTTPRoute) error {
-		if p := r.Spec.ParentRefs[0]; p.Name != "shared" || ptr.Deref(p.Namespace, "") != "infra" {
-			return fmt.Errorf("parentRef %+v", p)
-		}
-		return nil
-	})
-	e.waitIngress("stays", "an Ingress for the Service that opts out", nil)
-	if _, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(e.ctx, "stays", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the Service that opts out got a route: %v", err)
-	}
-}
-
-func TestRouteBadInputAndForeignRoute(t *testing.T) {
-	e := setup(t)
-	e.createService(framework.SeedService(e.ns, "odd", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/path-type": "ImplementationSpecific"}))
-	e.waitEvent("odd", corev1.EventTypeWarning, "UnsupportedPathType", "no portable meaning in an HTTPRoute")
-	e.createService(framework.SeedService(e.ns, "tls", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw", "ingress/tls-secret": "cert"}))
-	e.waitEvent("tls", corev1.EventTypeWarning, "IgnoredForHTTPRoute", "ingress/tls-secret is only for an Ingress")
-	e.waitRoute("tls", "the route despite the ignored annotation", nil)
-
-	foreign := &gatewayv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web"},
-		Spec: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "other"}}},
-		},
-	}
-	foreign, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Create(e.ctx, foreign, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
-	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteExists", "not controlled by this Service")
-	e.waitSynced("web", 1)
-	got, err := e.gateway().GatewayV1().HTTPRoutes(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
-	if err != nil || got.ResourceVersion != foreign.ResourceVersion {
-		t.Errorf("the foreign route was modified: %v %+v", err, got)
-	}
-	if n := e.writes.Writes("httproutes"); n != 1 {
-		t.Errorf("httproute writes = %d, want 1 (the tls Service's route only) (%s)", n, e.writes)
-	}
-}
-
-// TestAccessControlKeepsTheIngressUntilAcknowledged: a Service whose
-// ingress/annotations restrict access with keys only its Ingress
-// controller enforces is never served by an HTTPRoute alone: asked onto a
-// Gateway it stays on its Ingress with a Warning, moves once the keys are
-// acknowledged, and goes back to an Ingress when the acknowledgement goes.
-func TestAccessControlKeepsTheIngressUntilAcknowledged(t *testing.T) {
-	e := setup(t, func(o *app.Options) { o.IngressMoveDNSDrain = 0 })
-	const auth = `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "basic-auth", "nginx.ingress.kubernetes.io/rewrite-target": "/"}`
-	e.createService(framework.SeedService(e.ns, "private", map[string]string{"ingress/http": "nginx", "ingress/annotations": auth}))
-	e.waitIngress("private", "the Ingress", nil)
-	e.setIngressAddress("private")
-
-	// Asked onto a Gateway: the sync that would make the route says why it
-	// does not, and the Ingress keeps serving.
-	e.annotate("private", map[string]*string{"ingress/gateway": ptr.To("gw")})
-	e.waitEvent("private", corev1.EventTypeWarning, "AccessControlOnIngress",
-		"restricts access with nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type (ingress-nginx), which an HTTPRoute ignores")
-	if e.routeExists("private") {
-		t.Fatal("an HTTPRoute was made for a Service whose access control only its Ingress enforces")
-	}
-	if !e.ingressExists("private") {
-		t.Fatal("the Ingress went")
-	}
-
-	// Acknowledged in part: still no route.
-	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": ptr.To("nginx.ingress.kubernetes.io/auth-type")})
-	e.waitEvent("private", corev1.EventTypeWarning, "AccessControlOnIngress", "restricts access with nginx.ingress.kubernetes.io/auth-secret (ingress-nginx)")
-	if e.routeExists("private") {
-		t.Fatal("an HTTPRoute was made while one access key is not acknowledged")
-	}
-
-	// Acknowledged: the move, with the ignored keys named.
-	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": ptr.To("*")})
-	e.waitRoute("private", "the route once the access control is acknowledged", nil)
-	e.waitEvent("private", corev1.EventTypeWarning, "IgnoredForHTTPRoute",
-		"ingress/annotations sets nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type, nginx.ingress.kubernetes.io/rewrite-target (ingress-nginx), read only by an Ingress controller")
-	e.setRouteStatus("private", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("private", "the Ingress deleted once the route is accepted")
-
-	// The acknowledgement withdrawn: back on an Ingress, the route kept
-	// until the Ingress has an address.
-	e.annotate("private", map[string]*string{"ingress/gateway-acknowledged": nil})
-	e.waitIngress("private", "an Ingress again", nil)
-	e.waitEvent("private", corev1.EventTypeNormal, "WaitingForIngress", "until Ingress private has an address")
-	if !e.routeExists("private") {
-		t.Fatal("the route went before the Ingress had an address")
-	}
-	e.setIngressAddress("private")
-	e.waitNoRoute("private", "the route deleted once the Ingress has an address")
-	if n := e.m.CountLogs("Error syncing"); n != 0 {
-		t.Errorf("%d sync errors", n)
 	}
 }

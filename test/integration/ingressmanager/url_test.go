@@ -16,11 +16,11 @@ import (
 // waitURL waits until the Service's ingress/url annotation is want ("":
 // absent) and returns the Service.
 func (e *env) waitURL(name, want string) *corev1.Service {
-	e.t.Helper()
+	e.T.Helper()
 	var svc *corev1.Service
-	framework.Eventually(e.t, framework.Timeout, fmt.Sprintf("ingress/url of %s = %q", name, want), func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.T, framework.Timeout, fmt.Sprintf("ingress/url of %s = %q", name, want), func(ctx context.Context) (bool, error) {
 		var err error
-		if svc, err = e.client.CoreV1().Services(e.ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if svc, err = e.Client.CoreV1().Services(e.NS).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, err
 		}
 		got, ok := svc.Annotations["ingress/url"]
@@ -35,9 +35,9 @@ func (e *env) waitURL(name, want string) *corev1.Service {
 // goes when the Service is no longer exposed.
 func TestURLWrittenOnceServed(t *testing.T) {
 	e := setup(t, func(o *app.Options) { o.IngressMoveDNSDrain = 0 })
-	e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx", "team": "shop"}))
-	e.waitIngress("web", "the Ingress", nil)
-	e.waitSynced("web", 1)
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx", "team": "shop"}))
+	e.WaitIngress("web", "the Ingress", nil)
+	e.WaitSynced("web", 1)
 	e.waitURL("web", "")
 
 	e.setIngressAddress("web")
@@ -58,23 +58,23 @@ func TestURLWrittenOnceServed(t *testing.T) {
 		t.Errorf("ingress-manager-url owns %s, want %s (that annotation alone)", got, want)
 	}
 
-	e.annotate("web", map[string]*string{"ingress/tls-secret": ptr.To("web-tls")})
+	e.Annotate("web", map[string]*string{"ingress/tls-secret": ptr.To("web-tls")})
 	e.waitURL("web", "https://example.com/")
 
 	// To an HTTPRoute: the URL stays while the Ingress serves, and once
 	// the route does.
-	e.annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	e.waitRoute("web", "the route", nil)
-	e.waitEvent("web", corev1.EventTypeNormal, "WaitingForHTTPRoute", "until Gateway")
+	e.WaitEvent("web", corev1.EventTypeNormal, "WaitingForHTTPRoute", "until Gateway")
 	e.waitURL("web", "https://example.com/")
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.waitNoIngress("web", "the Ingress deleted once the route is accepted")
+	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
 	e.waitURL("web", "https://example.com/")
 
-	e.annotate("web", map[string]*string{"ingress/http": nil})
+	e.Annotate("web", map[string]*string{"ingress/http": nil})
 	e.waitNoRoute("web", "the route deleted with the annotation")
 	e.waitURL("web", "")
-	if n := e.m.CountLogs("Error syncing"); n != 0 {
+	if n := e.M.CountLogs("Error syncing"); n != 0 {
 		t.Errorf("%d sync errors during the moves", n)
 	}
 }
@@ -85,12 +85,12 @@ func TestURLAnnotationFlag(t *testing.T) {
 	for _, key := range []string{"example.com/url", ""} {
 		t.Run(fmt.Sprintf("%q", key), func(t *testing.T) {
 			e := setup(t, func(o *app.Options) { o.IngressURLAnnotation = key })
-			e.createService(framework.SeedService(e.ns, "web", map[string]string{"ingress/http": "nginx"}))
-			e.waitIngress("web", "the Ingress", nil)
+			e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+			e.WaitIngress("web", "the Ingress", nil)
 			e.setIngressAddress("web")
-			e.waitSynced("web", 2) // the create, the address
+			e.WaitSynced("web", 2) // the create, the address
 			framework.Eventually(t, framework.Timeout, "the URL under "+key, func(ctx context.Context) (bool, error) {
-				svc, err := e.client.CoreV1().Services(e.ns).Get(ctx, "web", metav1.GetOptions{})
+				svc, err := e.Client.CoreV1().Services(e.NS).Get(ctx, "web", metav1.GetOptions{})
 				if err != nil {
 					return false, err
 				}

@@ -268,30 +268,3 @@ func TestSelfSignedCertificate(t *testing.T) {
 		}
 	}
 }
-
-// TestInvalidCertificateFiles: a missing or mismatched certificate is
-// reported when the manager is created, naming the flags.
-func TestInvalidCertificateFiles(t *testing.T) {
-	certFile, _, _ := servingCert(t)
-	_, otherKey, _ := servingCert(t)
-	for _, tc := range []struct{ name, cert, key, want string }{
-		{"missing files", filepath.Join(t.TempDir(), "nope.crt"), filepath.Join(t.TempDir(), "nope.key"), "--tls-cert-file"},
-		{"key of another certificate", certFile, otherKey, "--tls-cert-file"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := framework.Options()
-			o.Controllers = []string{"pod-logger"}
-			o.MetricsBindAddress = "127.0.0.1:0"
-			o.TLSCertFile, o.TLSPrivateKeyFile = tc.cert, tc.key
-			config, err := o.Complete()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = app.NewManager(context.Background(), config, framework.AdminConfig())
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("NewManager: err = %v, want one naming %s", err, tc.want)
-			}
-			t.Log(err)
-		})
-	}
-}

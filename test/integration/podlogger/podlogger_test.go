@@ -5,7 +5,6 @@ package podlogger
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,22 +36,7 @@ func waitLog(t *testing.T, m *framework.Manager, n int, msg string, kv ...string
 }
 
 func countLines(m *framework.Manager, msg string, kv ...string) int {
-	count := 0
-	for _, line := range strings.Split(m.Logs(), "\n") {
-		if !strings.Contains(line, msg) {
-			continue
-		}
-		all := true
-		for _, s := range kv {
-			if !strings.Contains(line, s) {
-				all = false
-			}
-		}
-		if all {
-			count++
-		}
-	}
-	return count
+	return framework.CountLines(m.Logs(), append([]string{msg}, kv...)...)
 }
 
 func TestPodLifecycleIsLogged(t *testing.T) {

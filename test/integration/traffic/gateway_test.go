@@ -22,14 +22,14 @@ import (
 
 // gateway creates the Gateway gw of Traefik in the test's namespace.
 func (e *env) gateway() gatewayclient.Interface {
-	e.t.Helper()
-	return traefik.Gateway(e.t, cfg, e.ns, "gw")
+	e.T.Helper()
+	return traefik.Gateway(e.T, cfg, e.NS, "gw")
 }
 
 // routeAccepted reports whether Traefik marked the HTTPRoute name accepted
 // by Gateway gw.
 func (e *env) routeAccepted(ctx context.Context, client gatewayclient.Interface, name string) (bool, error) {
-	route, err := client.GatewayV1().HTTPRoutes(e.ns).Get(ctx, name, metav1.GetOptions{})
+	route, err := client.GatewayV1().HTTPRoutes(e.NS).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -48,8 +48,8 @@ func (e *env) routeAccepted(ctx context.Context, client gatewayclient.Interface,
 // waitGatewayRoute waits until GET http://host/path through Traefik's
 // Gateway entrypoint reaches backend.
 func (e *env) waitGatewayRoute(host, path, backend, what string) {
-	e.t.Helper()
-	framework.Eventually(e.t, routeTimeout, fmt.Sprintf("%s: http://%s%s via the Gateway reaches backend %s", what, host, path, backend), func(ctx context.Context) (bool, error) {
+	e.T.Helper()
+	framework.Eventually(e.T, routeTimeout, fmt.Sprintf("%s: http://%s%s via the Gateway reaches backend %s", what, host, path, backend), func(ctx context.Context) (bool, error) {
 		r, err := traefik.GetGateway(ctx, host, path)
 		if err != nil {
 			return false, err
@@ -71,15 +71,15 @@ func TestGatewayRoute(t *testing.T) {
 	framework.Eventually(t, timeout, "traefik marks the route Accepted", func(ctx context.Context) (bool, error) {
 		return e.routeAccepted(ctx, gw, "web")
 	})
-	if _, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(e.Ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("an Ingress exists for a Service on a Gateway (err %v)", err)
 	}
 	e.noRoute(e.host("web"), "/", "the Ingress entrypoint, with no Ingress")
 
 	// A listener the Gateway does not have: Traefik refuses the route, and
 	// the Service says so with Traefik's reason.
-	framework.Annotate(t, e.client, e.ns, "web", map[string]*string{"ingress/gateway-listener": ptr.To("nope")})
-	e.waitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted", dataplane.GatewayController, "NoMatchingParent")
+	e.Annotate("web", map[string]*string{"ingress/gateway-listener": ptr.To("nope")})
+	e.WaitEvent("web", corev1.EventTypeWarning, "HTTPRouteNotAccepted", dataplane.GatewayController, "NoMatchingParent")
 }
 
 // TestMoveToGatewayWithoutAGap moves a Service from Ingress to HTTPRoute
@@ -109,7 +109,7 @@ func TestMoveToGatewayWithoutAGap(t *testing.T) {
 		// yet Accepted was sent: Traefik accepted it after that.
 		notAccepted time.Time
 	)
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	var wg sync.WaitGroup
 	stream := func(get func(context.Context, string, string) (dataplane.Response, error), out *[]result) {
 		defer wg.Done()
@@ -133,7 +133,7 @@ func TestMoveToGatewayWithoutAGap(t *testing.T) {
 		for ctx.Err() == nil {
 			sent := time.Now()
 			ok, err := e.routeAccepted(ctx, gw, "web")
-			_, ingErr := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, "web", metav1.GetOptions{})
+			_, ingErr := e.Client.NetworkingV1().Ingresses(e.NS).Get(ctx, "web", metav1.GetOptions{})
 			mu.Lock()
 			if err == nil && ok && accepted.IsZero() {
 				accepted = time.Now()
@@ -149,7 +149,7 @@ func TestMoveToGatewayWithoutAGap(t *testing.T) {
 		}
 	}()
 
-	framework.Annotate(t, e.client, e.ns, "web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
 	// The stream runs on until the Ingress is gone and 20 more requests
 	// went through the Gateway.
 	framework.Eventually(t, timeout, "the Ingress deleted, then 20 requests via the Gateway", func(context.Context) (bool, error) {

@@ -13,8 +13,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
@@ -41,20 +38,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(dataplane.Main(func() int {
-		return framework.RunWith(m, &cfg, func(c *rest.Config) (func(), error) {
-			fmt.Fprintln(os.Stderr, "traffic:", dataplane.Isolation())
-			if !dataplane.Available() {
-				return nil, nil // every test skips (or fails under CI) in Require
-			}
-			tr, err := dataplane.StartTraefik(c, dataplane.TraefikOptions{Gateway: true})
-			if err != nil {
-				return nil, err
-			}
-			traefik = tr
-			return tr.Stop, nil
-		})
-	}))
+	dataplane.MainWithTraefik(m, "traffic", &cfg, &traefik, dataplane.TraefikOptions{Gateway: true})
 }
 
 const (
@@ -68,14 +52,12 @@ const (
 	hostTemplate = "{{.Name}}.{{.Namespace}}.example.com"
 )
 
+// env is framework.Env running the ingress-manager alone with per-Service
+// hosts, and the barrier's state.
 type env struct {
-	// t is the running (sub)test, root the test that made the env.
-	t, root *testing.T
-	ctx     context.Context
-	client  kubernetes.Interface
-	ns      string
-	m       *framework.Manager
-	opts    []func(*app.Options)
+	*framework.Env
+	// root is the test that made the env.
+	root *testing.T
 	// barrierN numbers the barrier paths.
 	barrierN atomic.Int32
 	barrierB *dataplane.Backend
@@ -86,10 +68,8 @@ type env struct {
 func setup(t *testing.T, mutate ...func(*app.Options)) *env {
 	t.Helper()
 	dataplane.Require(t)
-	client, ns := framework.Setup(t)
-	e := &env{t: t, root: t, ctx: context.Background(), client: client, ns: ns}
-	e.opts = append([]func(*app.Options){func(o *app.Options) { o.IngressHostTemplate = hostTemplate }}, mutate...)
-	e.start()
+	opts := append([]func(*app.Options){func(o *app.Options) { o.IngressHostTemplate = hostTemplate }}, mutate...)
+	e := &env{Env: framework.NewEnv(t, []string{"ingress-manager"}, opts...), root: t}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("traefik's routers:\n%s\ntraefik's log:\n%s", traefik.Routers(), traefik.Logs())
@@ -101,32 +81,24 @@ func setup(t *testing.T, mutate ...func(*app.Options)) *env {
 	return e
 }
 
-func (e *env) start() {
-	o := framework.ControllerOptions(e.ns, "ingress-manager")
-	for _, f := range e.opts {
-		f(o)
-	}
-	e.m = framework.StartManager(e.t, cfg, o)
-}
-
 // host is the host the manager gives Service name by default.
-func (e *env) host(name string) string { return name + "." + e.ns + ".example.com" }
+func (e *env) host(name string) string { return name + "." + e.NS + ".example.com" }
 
 // service creates a Service with the given ports (name -> port) and
 // annotations, and publishes backends (Service port name -> backend) as
 // its ready endpoints.
 func (e *env) service(name string, ann map[string]string, ports map[string]int32, backends map[string]*dataplane.Backend) *corev1.Service {
-	e.t.Helper()
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Annotations: ann}}
+	e.T.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name, Annotations: ann}}
 	for pn, p := range ports {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: pn, Port: p, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(p)})
 	}
-	out, err := e.client.CoreV1().Services(e.ns).Create(e.ctx, svc, metav1.CreateOptions{})
+	out, err := e.Client.CoreV1().Services(e.NS).Create(e.Ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		e.t.Fatalf("creating Service %s: %v", name, err)
+		e.T.Fatalf("creating Service %s: %v", name, err)
 	}
-	if err := dataplane.Publish(e.ctx, e.client, out, backends); err != nil {
-		e.t.Fatal(err)
+	if err := dataplane.Publish(e.Ctx, e.Client, out, backends); err != nil {
+		e.T.Fatal(err)
 	}
 	return out
 }
@@ -134,26 +106,18 @@ func (e *env) service(name string, ann map[string]string, ports map[string]int32
 // webService is a Service with one port, http 80, served by a new backend
 // of the same name.
 func (e *env) webService(name string, ann map[string]string) (*corev1.Service, *dataplane.Backend) {
-	e.t.Helper()
-	b := dataplane.StartBackend(e.t, name)
+	e.T.Helper()
+	b := dataplane.StartBackend(e.T, name)
 	return e.service(name, ann, map[string]int32{"http": 80}, map[string]*dataplane.Backend{"http": b}), b
-}
-
-// waitNoIngress waits until the Ingress name is gone.
-func (e *env) waitNoIngress(name, what string) {
-	e.t.Helper()
-	start := time.Now()
-	framework.WaitGone(e.t, what, framework.Get(e.client.NetworkingV1().Ingresses(e.ns).Get, name))
-	e.t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
 }
 
 // waitRoute waits until GET http://host/path through Traefik reaches
 // backend, and returns how long that took.
 func (e *env) waitRoute(host, path, backend, what string) time.Duration {
-	e.t.Helper()
+	e.T.Helper()
 	start := time.Now()
 	var last string
-	framework.Eventually(e.t, routeTimeout, fmt.Sprintf("%s: http://%s%s reaches backend %s", what, host, path, backend), func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.T, routeTimeout, fmt.Sprintf("%s: http://%s%s reaches backend %s", what, host, path, backend), func(ctx context.Context) (bool, error) {
 		r, err := traefik.Get(ctx, host, path)
 		if err != nil {
 			return false, err
@@ -168,16 +132,16 @@ func (e *env) waitRoute(host, path, backend, what string) time.Duration {
 		return true, nil
 	})
 	d := time.Since(start)
-	e.t.Logf("%s: http://%s%s -> %s after %v", what, host, path, last, d.Round(time.Millisecond))
+	e.T.Logf("%s: http://%s%s -> %s after %v", what, host, path, last, d.Round(time.Millisecond))
 	return d
 }
 
 // waitNoRoute waits until GET http://host/path through Traefik gets
 // Traefik's own 404 (no router matches).
 func (e *env) waitNoRoute(host, path, what string) time.Duration {
-	e.t.Helper()
+	e.T.Helper()
 	start := time.Now()
-	framework.Eventually(e.t, routeTimeout, fmt.Sprintf("%s: http://%s%s gets traefik's 404", what, host, path), func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.T, routeTimeout, fmt.Sprintf("%s: http://%s%s gets traefik's 404", what, host, path), func(ctx context.Context) (bool, error) {
 		r, err := traefik.Get(ctx, host, path)
 		if err != nil {
 			return false, err
@@ -188,7 +152,7 @@ func (e *env) waitNoRoute(host, path, what string) time.Duration {
 		return true, nil
 	})
 	d := time.Since(start)
-	e.t.Logf("%s: http://%s%s -> 404 after %v", what, host, path, d.Round(time.Millisecond))
+	e.T.Logf("%s: http://%s%s -> 404 after %v", what, host, path, d.Round(time.Millisecond))
 	return d
 }
 
@@ -196,27 +160,27 @@ func (e *env) waitNoRoute(host, path, what string) time.Duration {
 // 404 now. Call it only once Traefik's configuration is known to hold the
 // state under test (after a waitRoute or barrier that proves it).
 func (e *env) noRoute(host, path, why string) {
-	e.t.Helper()
-	r, err := traefik.Get(e.ctx, host, path)
+	e.T.Helper()
+	r, err := traefik.Get(e.Ctx, host, path)
 	if err != nil {
-		e.t.Fatalf("%s: GET http://%s%s: %v", why, host, path, err)
+		e.T.Fatalf("%s: GET http://%s%s: %v", why, host, path, err)
 	}
 	if r.Status != 404 || r.Backend != "" {
-		e.t.Errorf("%s: GET http://%s%s = %s, want traefik's 404", why, host, path, r)
+		e.T.Errorf("%s: GET http://%s%s = %s, want traefik's 404", why, host, path, r)
 		return
 	}
-	e.t.Logf("%s: http://%s%s -> 404", why, host, path)
+	e.T.Logf("%s: http://%s%s -> 404", why, host, path)
 }
 
 // route checks that GET http://host/path through Traefik reaches backend now.
 func (e *env) route(host, path, backend, why string) {
-	e.t.Helper()
-	r, err := traefik.Get(e.ctx, host, path)
+	e.T.Helper()
+	r, err := traefik.Get(e.Ctx, host, path)
 	if err != nil {
-		e.t.Fatalf("%s: GET http://%s%s: %v", why, host, path, err)
+		e.T.Fatalf("%s: GET http://%s%s: %v", why, host, path, err)
 	}
 	if r.Status != 200 || r.Backend != backend {
-		e.t.Errorf("%s: GET http://%s%s = %s, want 200 from backend %s", why, host, path, r, backend)
+		e.T.Errorf("%s: GET http://%s%s = %s, want 200 from backend %s", why, host, path, r, backend)
 	}
 }
 
@@ -226,7 +190,7 @@ func (e *env) route(host, path, backend, why string) {
 // their writes and builds each configuration from all of them, so a
 // configuration holding the barrier holds every earlier Ingress write too.
 func (e *env) barrier() {
-	e.t.Helper()
+	e.T.Helper()
 	const name = "barrier"
 	if e.barrierB == nil {
 		e.barrierB = dataplane.StartBackend(e.root, name)
@@ -234,7 +198,7 @@ func (e *env) barrier() {
 	}
 	path := fmt.Sprintf("/barrier-%d", e.barrierN.Add(1))
 	ing := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name},
 		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
 			Host: e.host(name),
 			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
@@ -244,40 +208,18 @@ func (e *env) barrier() {
 			}},
 		}}},
 	}
-	cur, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	cur, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		_, err = e.client.NetworkingV1().Ingresses(e.ns).Create(e.ctx, ing, metav1.CreateOptions{})
+		_, err = e.Client.NetworkingV1().Ingresses(e.NS).Create(e.Ctx, ing, metav1.CreateOptions{})
 	case err == nil:
 		cur.Spec = ing.Spec
-		_, err = e.client.NetworkingV1().Ingresses(e.ns).Update(e.ctx, cur, metav1.UpdateOptions{})
+		_, err = e.Client.NetworkingV1().Ingresses(e.NS).Update(e.Ctx, cur, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		e.t.Fatalf("writing the barrier Ingress: %v", err)
+		e.T.Fatalf("writing the barrier Ingress: %v", err)
 	}
 	e.waitRoute(e.host(name), path, name, "barrier")
-}
-
-// waitSynced waits until the manager synced the Service key n times in all.
-func (e *env) waitSynced(name string, n int) {
-	e.t.Helper()
-	key := fmt.Sprintf(`key="%s/%s"`, e.ns, name)
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%d syncs of %s", n, name), func(context.Context) (bool, error) {
-		count := 0
-		for _, line := range strings.Split(e.m.Logs(), "\n") {
-			if strings.HasPrefix(line, "INFO Synced ") && strings.Contains(line, key) && strings.Contains(line, `controller="ingress-manager"`) {
-				count++
-			}
-		}
-		return count >= n, nil
-	})
-}
-
-// waitEvent waits for an Event of reason on the Service name whose message
-// contains every one of contains.
-func (e *env) waitEvent(name, eventType, reason string, contains ...string) {
-	e.t.Helper()
-	framework.WaitEvent(e.t, e.client, timeout, e.ns, "Service", name, eventType, reason, contains...)
 }
 
 // selfSignedCert returns a self-signed certificate for host (its common

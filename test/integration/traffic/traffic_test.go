@@ -27,39 +27,39 @@ func TestSeedFlow(t *testing.T) {
 	svc, _ := e.webService("my-nginx", nil)
 	t.Cleanup(func() {
 		// Frees example.com for whatever runs next on this control plane.
-		_ = e.client.CoreV1().Services(e.ns).Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
+		_ = e.Client.CoreV1().Services(e.NS).Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
 		framework.Eventually(t, timeout, "the seed's Ingress deleted with its Service", func(ctx context.Context) (bool, error) {
-			_, err := e.client.NetworkingV1().Ingresses(e.ns).Get(ctx, svc.Name, metav1.GetOptions{})
+			_, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(ctx, svc.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 	})
 
 	// Before the annotation: the manager looked at the Service and wrote
 	// nothing, and Traefik (caught up, see barrier) has no route.
-	e.waitSynced("my-nginx", 1)
+	e.WaitSynced("my-nginx", 1)
 	e.barrier()
-	if _, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, "my-nginx", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(e.Ctx, "my-nginx", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("an Ingress exists before the annotation (err %v)", err)
 	}
 	e.noRoute("example.com", "/", "before the annotation")
 
-	framework.Annotate(e.t, e.client, e.ns, "my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
+	e.Annotate("my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
 	d := e.waitRoute("example.com", "/", "my-nginx", "annotated ingress/http")
 	t.Logf("annotation -> routable: %v", d)
 	e.route("example.com", "/index.html", "my-nginx", "a path under / (Prefix)")
 
-	framework.Annotate(e.t, e.client, e.ns, "my-nginx", map[string]*string{"ingress/http": nil})
-	e.waitNoIngress("my-nginx", "Ingress deleted when the annotation goes")
+	e.Annotate("my-nginx", map[string]*string{"ingress/http": nil})
+	e.WaitNoIngress("my-nginx", "Ingress deleted when the annotation goes")
 	e.waitNoRoute("example.com", "/", "annotation removed")
 
-	framework.Annotate(e.t, e.client, e.ns, "my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
+	e.Annotate("my-nginx", map[string]*string{"ingress/http": ptr.To("nginx")})
 	e.waitRoute("example.com", "/", "my-nginx", "annotation back")
-	first := framework.WaitIngress(e.t, e.client, e.ns, "my-nginx", "the Ingress", nil)
+	first := e.WaitIngress("my-nginx", "the Ingress", nil)
 
-	if err := e.client.NetworkingV1().Ingresses(e.ns).Delete(e.ctx, "my-nginx", metav1.DeleteOptions{}); err != nil {
+	if err := e.Client.NetworkingV1().Ingresses(e.NS).Delete(e.Ctx, "my-nginx", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitIngress(e.t, e.client, e.ns, "my-nginx", "the Ingress recreated by the controller", func(ing *networkingv1.Ingress) error {
+	e.WaitIngress("my-nginx", "the Ingress recreated by the controller", func(ing *networkingv1.Ingress) error {
 		if ing.UID == first.UID {
 			return fmt.Errorf("still the deleted Ingress")
 		}
@@ -74,21 +74,21 @@ func TestSeedFlow(t *testing.T) {
 func TestHost(t *testing.T) {
 	e := setup(t)
 	t.Run("exact host routes that host only, and a change moves the traffic", func(t *testing.T) {
-		e.t = t
-		api := "api." + e.ns + ".example.com"
+		e.T = t
+		api := "api." + e.NS + ".example.com"
 		e.webService("exact", map[string]string{"ingress/http": "true", "ingress/host": api})
 		e.waitRoute(api, "/", "exact", "ingress/host "+api)
-		e.noRoute("www."+e.ns+".example.com", "/", "another host")
+		e.noRoute("www."+e.NS+".example.com", "/", "another host")
 		e.noRoute(e.host("exact"), "/", "the default host of the Service")
 
-		moved := "api2." + e.ns + ".example.com"
-		framework.Annotate(e.t, e.client, e.ns, "exact", map[string]*string{"ingress/host": ptr.To(moved)})
+		moved := "api2." + e.NS + ".example.com"
+		e.Annotate("exact", map[string]*string{"ingress/host": ptr.To(moved)})
 		e.waitRoute(moved, "/", "exact", "ingress/host changed to "+moved)
 		e.noRoute(api, "/", "the former host")
 	})
 	t.Run("wildcard host routes every host one label below it", func(t *testing.T) {
-		e.t = t
-		apex := "apps." + e.ns + ".example.com"
+		e.T = t
+		apex := "apps." + e.NS + ".example.com"
 		e.webService("wild", map[string]string{"ingress/http": "true", "ingress/host": "*." + apex})
 		e.waitRoute("a."+apex, "/", "wild", "ingress/host *."+apex)
 		e.route("other-name."+apex, "/", "wild", "another label under the wildcard")
@@ -102,7 +102,7 @@ func TestHost(t *testing.T) {
 func TestPath(t *testing.T) {
 	e := setup(t)
 	t.Run("Prefix routes the path and its sub-paths, and a change moves the traffic", func(t *testing.T) {
-		e.t = t
+		e.T = t
 		h := e.host("prefix")
 		e.webService("prefix", map[string]string{"ingress/http": "true", "ingress/path": "/v1"})
 		e.waitRoute(h, "/v1", "prefix", "ingress/path /v1 (Prefix)")
@@ -111,12 +111,12 @@ func TestPath(t *testing.T) {
 		e.noRoute(h, "/v1x", "/v1x is not under Prefix /v1 (path elements, not characters)")
 		e.noRoute(h, "/", "/ is outside Prefix /v1")
 
-		framework.Annotate(e.t, e.client, e.ns, "prefix", map[string]*string{"ingress/path": ptr.To("/v2")})
+		e.Annotate("prefix", map[string]*string{"ingress/path": ptr.To("/v2")})
 		e.waitRoute(h, "/v2/users", "prefix", "ingress/path changed to /v2")
 		e.noRoute(h, "/v1/users", "the former path")
 	})
 	t.Run("Exact routes the path only", func(t *testing.T) {
-		e.t = t
+		e.T = t
 		h := e.host("exact")
 		e.webService("exact", map[string]string{"ingress/http": "true", "ingress/path": "/v1", "ingress/path-type": "Exact"})
 		e.waitRoute(h, "/v1", "exact", "ingress/path /v1 (Exact)")
@@ -124,7 +124,7 @@ func TestPath(t *testing.T) {
 		e.noRoute(h, "/v1/", "a trailing slash under Exact /v1")
 
 		// Exact -> Prefix: the sub-path routes now.
-		framework.Annotate(e.t, e.client, e.ns, "exact", map[string]*string{"ingress/path-type": ptr.To("Prefix")})
+		e.Annotate("exact", map[string]*string{"ingress/path-type": ptr.To("Prefix")})
 		e.waitRoute(h, "/v1/users", "exact", "ingress/path-type changed to Prefix")
 	})
 }
@@ -145,13 +145,13 @@ func TestPort(t *testing.T) {
 		e.route(h, "/", "multi-web", "every request to port web, none to admin")
 	}
 
-	framework.Annotate(e.t, e.client, e.ns, "multi", map[string]*string{"ingress/port": ptr.To("9090")})
+	e.Annotate("multi", map[string]*string{"ingress/port": ptr.To("9090")})
 	e.waitRoute(h, "/", "multi-admin", "ingress/port 9090 (by number)")
 	for range 3 {
 		e.route(h, "/", "multi-admin", "every request to port 9090, none to web")
 	}
 
-	framework.Annotate(e.t, e.client, e.ns, "multi", map[string]*string{"ingress/port": ptr.To("8080")})
+	e.Annotate("multi", map[string]*string{"ingress/port": ptr.To("8080")})
 	e.waitRoute(h, "/", "multi-web", "ingress/port 8080 (by number)")
 }
 
@@ -161,7 +161,7 @@ func TestClass(t *testing.T) {
 	e := setup(t)
 	for name, controller := range map[string]string{dataplane.IngressClass: dataplane.IngressController, "other": "example.com/other-ingress-controller"} {
 		ic := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.IngressClassSpec{Controller: controller}}
-		if _, err := e.client.NetworkingV1().IngressClasses().Create(e.ctx, ic, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := e.Client.NetworkingV1().IngressClasses().Create(e.Ctx, ic, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestClass(t *testing.T) {
 	// The other class's Ingress is written first: once the served one
 	// routes, Traefik's configuration holds both.
 	e.webService("unserved", map[string]string{"ingress/http": "true", "ingress/class": "other"})
-	framework.WaitIngress(e.t, e.client, e.ns, "unserved", "Ingress of class other", func(ing *networkingv1.Ingress) error {
+	e.WaitIngress("unserved", "Ingress of class other", func(ing *networkingv1.Ingress) error {
 		if ptr.Deref(ing.Spec.IngressClassName, "") != "other" {
 			return fmt.Errorf("class %v", ing.Spec.IngressClassName)
 		}
@@ -179,9 +179,9 @@ func TestClass(t *testing.T) {
 	e.waitRoute(e.host("served"), "/", "served", "ingress/class "+dataplane.IngressClass)
 	e.noRoute(e.host("unserved"), "/", "ingress/class other (not Traefik's)")
 
-	framework.Annotate(e.t, e.client, e.ns, "unserved", map[string]*string{"ingress/class": ptr.To(dataplane.IngressClass)})
+	e.Annotate("unserved", map[string]*string{"ingress/class": ptr.To(dataplane.IngressClass)})
 	e.waitRoute(e.host("unserved"), "/", "unserved", "ingress/class changed to "+dataplane.IngressClass)
-	framework.Annotate(e.t, e.client, e.ns, "served", map[string]*string{"ingress/class": ptr.To("other")})
+	e.Annotate("served", map[string]*string{"ingress/class": ptr.To("other")})
 	e.waitNoRoute(e.host("served"), "/", "ingress/class changed to other")
 }
 
@@ -193,11 +193,11 @@ func TestTLSSecret(t *testing.T) {
 	h := e.host("secure")
 	cert, certPEM, keyPEM := selfSignedCert(t, h)
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "secure-tls"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: "secure-tls"},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	}
-	if _, err := e.client.CoreV1().Secrets(e.ns).Create(e.ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Client.CoreV1().Secrets(e.NS).Create(e.Ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
@@ -219,7 +219,7 @@ func TestTLSSecret(t *testing.T) {
 	})
 	t.Logf("without ingress/tls-secret the certificate is %q", r.Certificate.Subject)
 
-	framework.Annotate(e.t, e.client, e.ns, "secure", map[string]*string{"ingress/tls-secret": ptr.To("secure-tls")})
+	e.Annotate("secure", map[string]*string{"ingress/tls-secret": ptr.To("secure-tls")})
 	r = e.waitTLS(h, "ingress/tls-secret secure-tls", func(r dataplane.Response) error {
 		if !ours(r.Certificate) {
 			return fmt.Errorf("certificate %q is not the Secret's", r.Certificate.Subject)
@@ -233,11 +233,11 @@ func TestTLSSecret(t *testing.T) {
 		t.Errorf("the served certificate does not verify for %s: %v", h, err)
 	}
 	other := e.host("other")
-	if r, err := traefik.GetTLS(e.ctx, other, "/"); err != nil || ours(r.Certificate) {
+	if r, err := traefik.GetTLS(e.Ctx, other, "/"); err != nil || ours(r.Certificate) {
 		t.Errorf("SNI %s (not the Secret's host) got the Secret's certificate (%v, err %v)", other, r, err)
 	}
 
-	framework.Annotate(e.t, e.client, e.ns, "secure", map[string]*string{"ingress/tls-secret": nil})
+	e.Annotate("secure", map[string]*string{"ingress/tls-secret": nil})
 	e.waitTLS(h, "ingress/tls-secret removed", func(r dataplane.Response) error {
 		if ours(r.Certificate) {
 			return fmt.Errorf("still the Secret's certificate")
@@ -248,9 +248,9 @@ func TestTLSSecret(t *testing.T) {
 
 // waitTLS waits until an HTTPS request to host (SNI host) satisfies check.
 func (e *env) waitTLS(host, what string, check func(dataplane.Response) error) dataplane.Response {
-	e.t.Helper()
+	e.T.Helper()
 	var r dataplane.Response
-	framework.Eventually(e.t, routeTimeout, what+": https://"+host, func(ctx context.Context) (bool, error) {
+	framework.Eventually(e.T, routeTimeout, what+": https://"+host, func(ctx context.Context) (bool, error) {
 		var err error
 		r, err = traefik.GetTLS(ctx, host, "/")
 		if err != nil {
@@ -258,7 +258,7 @@ func (e *env) waitTLS(host, what string, check func(dataplane.Response) error) d
 		}
 		return true, check(r)
 	})
-	e.t.Logf("%s: https://%s/ -> %s, certificate %q", what, host, r, r.Certificate.Subject)
+	e.T.Logf("%s: https://%s/ -> %s, certificate %q", what, host, r, r.Certificate.Subject)
 	return r
 }
 
@@ -273,16 +273,16 @@ func TestDriftIsRestored(t *testing.T) {
 	e.waitRoute(h, "/app", "drift", "ingress/path /app")
 
 	hijack := func() string {
-		ing := framework.WaitIngress(e.t, e.client, e.ns, "drift", "the Ingress", nil)
+		ing := e.WaitIngress("drift", "the Ingress", nil)
 		ing.Spec.Rules[0].HTTP.Paths[0].Path = "/hijacked"
-		out, err := e.client.NetworkingV1().Ingresses(e.ns).Update(e.ctx, ing, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		out, err := e.Client.NetworkingV1().Ingresses(e.NS).Update(e.Ctx, ing, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out.ResourceVersion
 	}
 	restored := func(editRV string) {
-		framework.WaitIngress(e.t, e.client, e.ns, "drift", "the path restored by the controller", func(ing *networkingv1.Ingress) error {
+		e.WaitIngress("drift", "the path restored by the controller", func(ing *networkingv1.Ingress) error {
 			if ing.ResourceVersion == editRV {
 				return fmt.Errorf("still the edited Ingress")
 			}
@@ -300,18 +300,18 @@ func TestDriftIsRestored(t *testing.T) {
 	}
 
 	t.Run("edited while the manager runs", func(t *testing.T) {
-		e.t = t
+		e.T = t
 		restored(hijack())
 	})
 	t.Run("edited while the manager is down", func(t *testing.T) {
-		e.t = t
-		if err := e.m.Stop(); err != nil {
+		e.T = t
+		if err := e.M.Stop(); err != nil {
 			t.Fatal(err)
 		}
 		rv := hijack()
 		e.waitRoute(h, "/hijacked", "drift", "the edit moved the traffic")
 		e.noRoute(h, "/app", "the edit moved the traffic away")
-		e.start()
+		e.Start()
 		restored(rv)
 	})
 }
@@ -324,7 +324,7 @@ func TestForeignIngressKeepsRouting(t *testing.T) {
 	h := e.host("web")
 	e.webService("elsewhere", nil)
 	foreign := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web", Annotations: map[string]string{"team": "other"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: "web", Annotations: map[string]string{"team": "other"}},
 		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
 			Host: h,
 			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
@@ -334,7 +334,7 @@ func TestForeignIngressKeepsRouting(t *testing.T) {
 			}},
 		}}},
 	}
-	created, err := e.client.NetworkingV1().Ingresses(e.ns).Create(e.ctx, foreign, metav1.CreateOptions{FieldManager: "someone-else"})
+	created, err := e.Client.NetworkingV1().Ingresses(e.NS).Create(e.Ctx, foreign, metav1.CreateOptions{FieldManager: "someone-else"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,15 +342,15 @@ func TestForeignIngressKeepsRouting(t *testing.T) {
 
 	// The Service asks for the very same host and path, to its own backend.
 	e.webService("web", map[string]string{"ingress/http": "true"})
-	e.waitEvent("web", corev1.EventTypeWarning, "IngressExists")
-	e.waitSynced("web", 1)
+	e.WaitEvent("web", corev1.EventTypeWarning, "IngressExists")
+	e.WaitSynced("web", 1)
 	e.barrier()
 	e.route(h, "/", "elsewhere", "the foreign Ingress still routes where its owner pointed it")
-	if got, err := e.client.NetworkingV1().Ingresses(e.ns).Get(e.ctx, "web", metav1.GetOptions{}); err != nil || got.ResourceVersion != created.ResourceVersion {
+	if got, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(e.Ctx, "web", metav1.GetOptions{}); err != nil || got.ResourceVersion != created.ResourceVersion {
 		t.Errorf("the foreign Ingress was modified (err %v)", err)
 	}
 
-	if err := e.client.NetworkingV1().Ingresses(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := e.Client.NetworkingV1().Ingresses(e.NS).Delete(e.Ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitRoute(h, "/", "web", "the Service's own Ingress once the foreign one is gone")

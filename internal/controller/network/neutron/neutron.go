@@ -1408,7 +1408,13 @@ func classify(op string, err error) error {
 		if errors.As(classify(op, reauth.ErrReauth), &e) {
 			inner = e.Err
 		}
-		return network.Down(op, fmt.Errorf("re-authenticating to Keystone after the token expired: %w", inner))
+		err := network.Down(op, fmt.Errorf("re-authenticating to Keystone after the token expired: %w", inner))
+		if code, ok := statusCode(reauth.ErrReauth); ok && code == http.StatusUnauthorized {
+			// Keystone refused the credentials themselves: their owner
+			// has to act (see ReasonCredentialsRefused).
+			err.(*network.Error).Reason = samplecrdv1.ReasonCredentialsRefused
+		}
+		return err
 	}
 
 	code, ok := statusCode(err)

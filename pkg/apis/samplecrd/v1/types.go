@@ -56,6 +56,7 @@ type Network struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !isCIDR(self.cidr) || ((!has(self.dnsNameservers) || self.dnsNameservers.all(a, !isIP(a) || ip(a).family() == cidr(self.cidr).ip().family())) && (!has(self.hostRoutes) || self.hostRoutes.all(r, !isCIDR(r.destination) || !isIP(r.nexthop) || (cidr(r.destination).ip().family() == cidr(self.cidr).ip().family() && ip(r.nexthop).family() == cidr(self.cidr).ip().family()))))",message="dnsNameservers and hostRoutes must be of the cidr's IP family (Neutron refuses the others): use IPv4 addresses with an IPv4 cidr, IPv6 with IPv6",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !has(self.gateway) || !isCIDR(self.cidr) || !isIP(self.gateway) || ip(self.gateway).family() == cidr(self.cidr).ip().family()",messageExpression="'gateway ' + self.gateway + (ip(self.gateway).family() == 4 ? ' is an IPv4 address but cidr ' : ' is an IPv6 address but cidr ') + self.cidr + (ip(self.gateway).family() == 4 ? ' is an IPv6 network' : ' is an IPv4 network') + ': use a gateway of the same family, inside the cidr'",fieldPath=".gateway",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.cidr) || !has(self.gateway) || !isCIDR(self.cidr) || !isIP(self.gateway) || ip(self.gateway).family() != cidr(self.cidr).ip().family() || cidr(self.cidr).containsIP(ip(self.gateway))",messageExpression="'gateway ' + self.gateway + ' is outside cidr ' + self.cidr + ': use an address inside the cidr'",fieldPath=".gateway",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="has(self.cloudCredentialsRef) == has(oldSelf.cloudCredentialsRef)",message="cloudCredentialsRef is immutable: a Network stays in the project it was created in; delete the Network and create it again with the credentials it should use (to rotate a password, change the Secret instead)",fieldPath=".cloudCredentialsRef"
 type NetworkSpec struct {
 	// CIDR is the network's address range: an IPv4 or IPv6 network in
 	// canonical CIDR notation (host bits zero, e.g. 192.168.0.0/16 or
@@ -222,6 +223,15 @@ type NetworkSpec struct {
 	//
 	// +optional
 	Router *RouterRef `json:"router,omitempty"`
+
+	// CloudCredentialsRef names the OpenStack credentials to reconcile the
+	// Network with: a clouds.yaml in a Secret of the Network's namespace.
+	// Without it, the manager's own cloud. Immutable. Needs a manager run
+	// with --network-credentials-from-secrets.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="cloudCredentialsRef is immutable: a Network stays in the project it was created in; delete the Network and create it again with the credentials it should use (to rotate a password, change the Secret instead)"
+	CloudCredentialsRef *CloudCredentialsRef `json:"cloudCredentialsRef,omitempty"`
 }
 
 // SubnetPoolRef names an existing Neutron subnet pool: by ID, or by its

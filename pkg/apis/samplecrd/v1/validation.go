@@ -41,6 +41,7 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 	cidrPath, gwPath := p.Child("cidr"), p.Child("gateway")
 
 	errs = append(errs, validatePolicies(spec, p)...)
+	errs = append(errs, validateCredentialsRef(spec.CloudCredentialsRef, p.Child("cloudCredentialsRef"))...)
 	imported := spec.Import != nil
 	pooled := spec.SubnetPool != nil
 	if pooled {

@@ -7,12 +7,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -42,12 +40,9 @@ type ExternalDNSOptions struct {
 // by hack/build-tools.sh) watching the API server of the config it was
 // started with, with the TXT registry and the sync policy.
 type ExternalDNS struct {
-	cmd     *exec.Cmd
-	dir     string
-	logPath string
-	done    chan struct{}
-	waitErr error
-	stop    sync.Once
+	proc *framework.Process
+	dir  string
+	stop sync.Once
 }
 
 // StartExternalDNS starts external-dns against cfg's API server with the
@@ -70,18 +65,12 @@ func StartExternalDNS(cfg *rest.Config, o ExternalDNSOptions) (*ExternalDNS, err
 	if err != nil {
 		return nil, err
 	}
-	x := &ExternalDNS{dir: dir, logPath: filepath.Join(dir, "external-dns.log"), done: make(chan struct{})}
+	x := &ExternalDNS{dir: dir}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := WriteKubeconfig(cfg, kubeconfig); err != nil {
+	if err := framework.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		x.cleanup()
 		return nil, err
 	}
-	logFile, err := os.Create(x.logPath)
-	if err != nil {
-		x.cleanup()
-		return nil, err
-	}
-	defer logFile.Close()
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--provider=webhook",
@@ -104,58 +93,28 @@ func StartExternalDNS(cfg *rest.Config, o ExternalDNSOptions) (*ExternalDNS, err
 	if o.DomainFilter != "" {
 		args = append(args, "--domain-filter="+o.DomainFilter)
 	}
-	cmd := exec.Command(o.Binary, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = traefikEnv(kubeconfig) // the same: KUBECONFIG, no in-cluster variables
-	cmd.SysProcAttr = processAttr()
-	if err := cmd.Start(); err != nil {
+	// The same environment as Traefik's: KUBECONFIG, no in-cluster variables.
+	x.proc, err = framework.StartProcess("external-dns", o.Binary, args, framework.ProcessOptions{
+		Dir: dir, Env: traefikEnv(kubeconfig), LogPath: filepath.Join(dir, "external-dns.log"), SysProcAttr: processAttr()})
+	if err != nil {
 		x.cleanup()
-		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
+		return nil, err
 	}
-	x.cmd = cmd
-	go func() {
-		x.waitErr = cmd.Wait()
-		close(x.done)
-	}()
 	return x, nil
 }
 
 // Exited reports whether external-dns has ended (it should not while the
 // test runs) and why.
-func (x *ExternalDNS) Exited() (bool, error) {
-	select {
-	case <-x.done:
-		return true, x.waitErr
-	default:
-		return false, nil
-	}
-}
+func (x *ExternalDNS) Exited() (bool, error) { return x.proc.Exited() }
 
 // Logs returns the end of external-dns's log, for failure messages.
-func (x *ExternalDNS) Logs() string {
-	b, err := os.ReadFile(x.logPath)
-	if err != nil {
-		return fmt.Sprintf("(reading %s: %v)", x.logPath, err)
-	}
-	const max = 64 << 10
-	if len(b) > max {
-		b = append([]byte("...\n"), b[len(b)-max:]...)
-	}
-	return string(b)
-}
+func (x *ExternalDNS) Logs() string { return x.proc.Logs(64 << 10) }
 
 // Stop terminates external-dns and removes its directory.
 func (x *ExternalDNS) Stop() {
 	x.stop.Do(func() {
-		if x.cmd != nil {
-			_ = x.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-x.done:
-			case <-time.After(10 * time.Second):
-				_ = x.cmd.Process.Kill()
-				<-x.done
-			}
+		if x.proc != nil {
+			_ = x.proc.Stop(10 * time.Second)
 		}
 		x.cleanup()
 	})

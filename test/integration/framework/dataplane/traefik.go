@@ -5,24 +5,19 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
@@ -89,13 +84,10 @@ type Traefik struct {
 	// gatewayIP is TraefikOptions.GatewayIP.
 	gatewayIP string
 
-	cmd     *exec.Cmd
-	logPath string
-	dir     string
-	rmDir   bool
-	done    chan struct{}
-	waitErr error
-	stop    sync.Once
+	proc  *framework.Process
+	dir   string
+	rmDir bool
+	stop  sync.Once
 }
 
 // StartTraefik starts Traefik with its kubernetesIngress provider against
@@ -120,7 +112,7 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 	if o.LogLevel == "" {
 		o.LogLevel = "INFO"
 	}
-	tr := &Traefik{Throttle: o.ThrottleDuration, gatewayIP: o.GatewayIP, dir: o.Dir, done: make(chan struct{})}
+	tr := &Traefik{Throttle: o.ThrottleDuration, gatewayIP: o.GatewayIP, dir: o.Dir}
 	if tr.dir == "" {
 		d, err := os.MkdirTemp("", "traefik-")
 		if err != nil {
@@ -129,7 +121,7 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		tr.dir, tr.rmDir = d, true
 	}
 	kubeconfig := filepath.Join(tr.dir, "kubeconfig")
-	if err := WriteKubeconfig(cfg, kubeconfig); err != nil {
+	if err := framework.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		tr.cleanup()
 		return nil, err
 	}
@@ -139,13 +131,6 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		return nil, err
 	}
 	tr.HTTPAddr, tr.HTTPSAddr, tr.APIAddr = ports[0], ports[1], ports[2]
-	tr.logPath = filepath.Join(tr.dir, "traefik.log")
-	logFile, err := os.Create(tr.logPath)
-	if err != nil {
-		tr.cleanup()
-		return nil, err
-	}
-	defer logFile.Close()
 
 	args := []string{
 		"--global.checkNewVersion=false",
@@ -188,30 +173,20 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 			args = append(args, "--providers.kubernetesGateway.statusAddress.ip="+o.GatewayIP)
 		}
 	}
-	cmd := exec.Command(o.Binary, args...)
-	cmd.Dir = tr.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = traefikEnv(kubeconfig)
 	// Own process group, killed with the test process.
-	cmd.SysProcAttr = processAttr()
-	if err := cmd.Start(); err != nil {
+	tr.proc, err = framework.StartProcess("traefik", o.Binary, args, framework.ProcessOptions{
+		Dir: tr.dir, Env: traefikEnv(kubeconfig), LogPath: filepath.Join(tr.dir, "traefik.log"), SysProcAttr: processAttr()})
+	if err != nil {
 		tr.cleanup()
-		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
+		return nil, err
 	}
-	tr.cmd = cmd
-	go func() {
-		tr.waitErr = cmd.Wait()
-		close(tr.done)
-	}()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
 	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-tr.done:
-			return false, fmt.Errorf("traefik exited: %v", tr.waitErr)
-		default:
+		if exited, err := tr.proc.Exited(); exited {
+			return false, fmt.Errorf("traefik exited: %v", err)
 		}
 		resp, err := client.Get("http://" + tr.APIAddr + "/ping")
 		if err != nil {
@@ -251,14 +226,8 @@ func traefikEnv(kubeconfig string) []string {
 // Stop terminates Traefik and removes its temporary directory.
 func (tr *Traefik) Stop() {
 	tr.stop.Do(func() {
-		if tr.cmd != nil {
-			_ = tr.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-tr.done:
-			case <-time.After(10 * time.Second):
-				_ = tr.cmd.Process.Kill()
-				<-tr.done
-			}
+		if tr.proc != nil {
+			_ = tr.proc.Stop(10 * time.Second)
 		}
 		tr.cleanup()
 	})
@@ -272,27 +241,10 @@ func (tr *Traefik) cleanup() {
 
 // Exited reports whether the Traefik process has ended (it should not
 // while the tests run) and why.
-func (tr *Traefik) Exited() (bool, error) {
-	select {
-	case <-tr.done:
-		return true, tr.waitErr
-	default:
-		return false, nil
-	}
-}
+func (tr *Traefik) Exited() (bool, error) { return tr.proc.Exited() }
 
 // Logs returns Traefik's log so far (the last 64 KiB).
-func (tr *Traefik) Logs() string {
-	b, err := os.ReadFile(tr.logPath)
-	if err != nil {
-		return fmt.Sprintf("(reading %s: %v)", tr.logPath, err)
-	}
-	const max = 64 << 10
-	if len(b) > max {
-		b = append([]byte("...\n"), b[len(b)-max:]...)
-	}
-	return string(b)
-}
+func (tr *Traefik) Logs() string { return tr.proc.Logs(64 << 10) }
 
 // Routers returns Traefik's view of its HTTP routers (its API's
 // /api/http/routers), for failure messages.
@@ -395,36 +347,6 @@ func do(c *http.Client, req *http.Request) (Response, error) {
 		r.Certificate = resp.TLS.PeerCertificates[0]
 	}
 	return r, nil
-}
-
-// WriteKubeconfig writes a kubeconfig for cfg (server, CA, client
-// certificate or token) to path.
-func WriteKubeconfig(cfg *rest.Config, path string) error {
-	if cfg.Impersonate.UserName != "" {
-		return errors.New("writing a kubeconfig: impersonating configs are not supported")
-	}
-	ca := cfg.CAData
-	if len(ca) == 0 && cfg.CAFile != "" {
-		b, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return err
-		}
-		ca = b
-	}
-	auth := &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		ClientCertificate:     cfg.CertFile,
-		ClientKey:             cfg.KeyFile,
-		Token:                 cfg.BearerToken,
-		TokenFile:             cfg.BearerTokenFile,
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca, InsecureSkipTLSVerify: cfg.Insecure}
-	kc.AuthInfos["test"] = auth
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 // freePorts returns n distinct free 127.0.0.1 addresses. They are free when

@@ -9,8 +9,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 )
@@ -31,6 +33,12 @@ type User struct {
 // NewUser creates a user in the controller's project; the caller deletes
 // it with Delete.
 func (c *Cloud) NewUser(ctx context.Context) (*User, error) {
+	return c.newUser(ctx, c.ProjectID, c.env["OS_PROJECT_NAME"])
+}
+
+// newUser creates a user with the member role in project projectID, named
+// projectName.
+func (c *Cloud) newUser(ctx context.Context, projectID, projectName string) (*User, error) {
 	identity, err := c.adminIdentity(ctx)
 	if err != nil {
 		return nil, err
@@ -39,12 +47,13 @@ func (c *Cloud) NewUser(ctx context.Context) (*User, error) {
 	_, _ = rand.Read(b)
 	name, password := "test-"+hex.EncodeToString(b), hex.EncodeToString(b)+"-secret"
 	u, err := users.Create(ctx, identity, users.CreateOpts{Name: name, DomainID: "default", Password: password,
-		DefaultProjectID: c.ProjectID}).Extract()
+		DefaultProjectID: projectID}).Extract()
 	if err != nil {
 		return nil, fmt.Errorf("creating keystone user %s: %w", name, err)
 	}
 	user := &User{ID: u.ID, identity: identity, Env: c.Env()}
-	user.Env["OS_USERNAME"], user.Env["OS_PASSWORD"] = name, password
+	user.Env["OS_USERNAME"], user.Env["OS_PASSWORD"], user.Env["OS_PROJECT_NAME"] = name, password, projectName
+	delete(user.Env, "OS_PROJECT_ID")
 	pages, err := roles.List(identity, roles.ListOpts{Name: "member"}).AllPages(ctx)
 	if err == nil {
 		var rs []roles.Role
@@ -52,7 +61,7 @@ func (c *Cloud) NewUser(ctx context.Context) (*User, error) {
 			err = fmt.Errorf("%d roles named member", len(rs))
 		}
 		if err == nil {
-			err = roles.Assign(ctx, identity, rs[0].ID, roles.AssignOpts{UserID: u.ID, ProjectID: c.ProjectID}).ExtractErr()
+			err = roles.Assign(ctx, identity, rs[0].ID, roles.AssignOpts{UserID: u.ID, ProjectID: projectID}).ExtractErr()
 		}
 	}
 	if err != nil {
@@ -60,6 +69,73 @@ func (c *Cloud) NewUser(ctx context.Context) (*User, error) {
 		return nil, fmt.Errorf("giving keystone user %s the member role: %w", name, err)
 	}
 	return user, nil
+}
+
+// CloudsYAML returns a clouds.yaml with one cloud, name, of the user's
+// credentials (what a Network's Secret holds).
+func (u *User) CloudsYAML(name string) []byte {
+	e := u.Env
+	return fmt.Appendf(nil, `clouds:
+  %s:
+    auth:
+      auth_url: %s
+      username: %s
+      password: %s
+      project_name: %s
+      user_domain_name: %s
+      project_domain_name: %s
+    region_name: %s
+    interface: public
+`, name, e["OS_AUTH_URL"], e["OS_USERNAME"], e["OS_PASSWORD"], e["OS_PROJECT_NAME"], e["OS_USER_DOMAIN_NAME"], e["OS_PROJECT_DOMAIN_NAME"], e["OS_REGION_NAME"])
+}
+
+// Project is a Keystone project of a test's own, with a user of its own
+// that has the member role in it (and nothing else): a tenant.
+type Project struct {
+	ID, Name string
+	User     *User
+}
+
+// Project creates a project and its member user; when t ends, it deletes
+// every network left in the project, the user and the project.
+func (c *Cloud) Project(t testing.TB) *Project {
+	t.Helper()
+	ctx := context.Background()
+	identity, err := c.adminIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "tenant-" + hex.EncodeToString(b)
+	p, err := projects.Create(ctx, identity, projects.CreateOpts{Name: name, DomainID: "default"}).Extract()
+	if err != nil {
+		t.Fatalf("creating keystone project %s: %v", name, err)
+	}
+	admin := c.Admin(t)
+	t.Cleanup(func() {
+		for _, n := range c.Networks(t, admin, "") {
+			if n.ProjectID != p.ID {
+				continue
+			}
+			if err := networks.Delete(ctx, admin, n.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+				t.Errorf("cleaning up network %s of project %s: %v", n.ID, name, err)
+			}
+		}
+		if err := projects.Delete(ctx, identity, p.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+			t.Errorf("deleting keystone project %s: %v", name, err)
+		}
+	})
+	u, err := c.newUser(ctx, p.ID, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := u.Delete(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return &Project{ID: p.ID, Name: name, User: u}
 }
 
 // SetPassword changes the user's password in Keystone, which also revokes

@@ -109,6 +109,11 @@ type NetworkSpecApplyConfiguration struct {
 	// new one. A router that does not exist or the project cannot use is
 	// a RouterNotFound condition. Only for Managed Networks.
 	Router *RouterRefApplyConfiguration `json:"router,omitempty"`
+	// CloudCredentialsRef names the OpenStack credentials to reconcile the
+	// Network with: a clouds.yaml in a Secret of the Network's namespace.
+	// Without it, the manager's own cloud. Immutable. Needs a manager run
+	// with --network-credentials-from-secrets.
+	CloudCredentialsRef *CloudCredentialsRefApplyConfiguration `json:"cloudCredentialsRef,omitempty"`
 }
 
 // NetworkSpecApplyConfiguration constructs a declarative configuration of the NetworkSpec type for use with
@@ -256,5 +261,13 @@ func (b *NetworkSpecApplyConfiguration) WithPrefixLength(value int32) *NetworkSp
 // If called multiple times, the Router field is set to the value of the last call.
 func (b *NetworkSpecApplyConfiguration) WithRouter(value *RouterRefApplyConfiguration) *NetworkSpecApplyConfiguration {
 	b.Router = value
+	return b
+}
+
+// WithCloudCredentialsRef sets the CloudCredentialsRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CloudCredentialsRef field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithCloudCredentialsRef(value *CloudCredentialsRefApplyConfiguration) *NetworkSpecApplyConfiguration {
+	b.CloudCredentialsRef = value
 	return b
 }

@@ -1,0 +1,335 @@
+package network_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kube-sample/controller-manager/internal/controller"
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	"github.com/kube-sample/controller-manager/internal/controller/network/memory"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned/fake"
+	"github.com/kube-sample/controller-manager/pkg/generated/informers/externalversions"
+)
+
+// secrets is a fake of the API server's Secrets: what GetSecret reads.
+type secrets struct {
+	mu    sync.Mutex
+	m     map[types.NamespacedName]map[string][]byte
+	reads int
+	last  time.Time
+}
+
+// idleFor reports whether no Secret was read for d.
+func (s *secrets) idleFor(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Since(s.last) > d
+}
+
+func (s *secrets) set(ns, name string, data map[string][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[types.NamespacedName{Namespace: ns, Name: name}] = data
+}
+
+func (s *secrets) get(_ context.Context, ns, name string) (*corev1.Secret, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	s.last = time.Now()
+	d, ok := s.m[types.NamespacedName{Namespace: ns, Name: name}]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: d}, nil
+}
+
+// clouds is a fake of Keystone for Credentials.NewBackend: a memory
+// backend per cloud entry, by the entry's password; "refused" is refused.
+type clouds struct {
+	mu       sync.Mutex
+	backends map[string]*memory.Backend // by password
+	connects int
+}
+
+func (f *clouds) newBackend(_ context.Context, cfg network.CloudConfig) (network.Backend, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.connects++
+	pw := cfg.Config.(neutron.Cloud).AuthOptions.Password
+	if pw == "refused" {
+		return nil, &network.Error{Op: "authenticating", Reason: samplecrdv1.ReasonCredentialsRefused, Down: true,
+			Err: fmt.Errorf("Keystone refused %s", cfg.Description)}
+	}
+	b, ok := f.backends[pw]
+	if !ok {
+		b = memory.New()
+		f.backends[pw] = b
+	}
+	return b, nil
+}
+
+func (f *clouds) backend(pw string) *memory.Backend {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.backends[pw]
+}
+
+func cloudsYAML(cloud, password string) map[string][]byte {
+	return map[string][]byte{samplecrdv1.CloudCredentialsKey: fmt.Appendf(nil, `clouds:
+  %s:
+    auth:
+      auth_url: http://keystone.example:5000/v3
+      username: team
+      password: %s
+      project_name: team
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: RegionOne
+`, cloud, password)}
+}
+
+func credNetwork(ns, name, uid, cidr string, ref *samplecrdv1.CloudCredentialsRef) *samplecrdv1.Network {
+	n := &samplecrdv1.Network{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
+		Spec:       samplecrdv1.NetworkSpec{CIDR: cidr, Gateway: strings.TrimSuffix(cidr, "0/24") + "1", CloudCredentialsRef: ref},
+	}
+	n.ResourceVersion = "1"
+	return n
+}
+
+func waitCondition(ctx context.Context, t *testing.T, client *fake.Clientset, ns, name string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := client.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		cond = meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady)
+		return cond != nil && cond.Status == status && cond.Reason == reason, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s Ready = %+v, want %s %s", ns, name, cond, status, reason)
+	}
+	return cond
+}
+
+// Bad credentials reach only the Networks that use them, as a condition
+// saying what to fix; the Networks of other Secrets, and of the manager's
+// own cloud, converge beside them, each in its own backend.
+func TestBadCredentialsReachOnlyTheirNetworks(t *testing.T) {
+	ref := func(secret, cloud string) *samplecrdv1.CloudCredentialsRef {
+		return &samplecrdv1.CloudCredentialsRef{SecretName: secret, CloudName: cloud}
+	}
+	for _, tc := range []struct {
+		name    string
+		secret  map[string][]byte // of Secret "bad" in namespace "bad"
+		ref     *samplecrdv1.CloudCredentialsRef
+		off     bool
+		reason  string
+		message string
+	}{
+		{name: "a missing Secret", ref: ref("bad", "openstack"), reason: samplecrdv1.ReasonCredentialsNotFound, message: "Secret bad not found in namespace bad"},
+		{name: "another namespace's Secret is not looked up", ref: ref("good", "openstack"), reason: samplecrdv1.ReasonCredentialsNotFound, message: "Secret good not found in namespace bad"},
+		{name: "a Secret without clouds.yaml", secret: map[string][]byte{"other": []byte("x")}, ref: ref("bad", "openstack"),
+			reason: samplecrdv1.ReasonCredentialsNotFound, message: "has no key clouds.yaml"},
+		{name: "no such cloud entry", secret: cloudsYAML("openstack", "pw-bad"), ref: ref("bad", "nope"),
+			reason: samplecrdv1.ReasonCredentialsNotFound, message: `clouds.yaml has no cloud "nope" (it has "openstack")`},
+		{name: "unparsable YAML, whose content is never quoted", secret: map[string][]byte{samplecrdv1.CloudCredentialsKey: []byte("clouds:\n  openstack: {auth: {password: hunter2-secret\n")},
+			ref: ref("bad", "openstack"), reason: samplecrdv1.ReasonCredentialsInvalid, message: "clouds.yaml does not parse"},
+		{name: "an entry naming files of the manager's disk", secret: map[string][]byte{samplecrdv1.CloudCredentialsKey: []byte("clouds: {openstack: {cacert: /etc/openstack/ca.crt, auth: {auth_url: http://k/v3}}}")},
+			ref: ref("bad", "openstack"), reason: samplecrdv1.ReasonCredentialsInvalid, message: "names files (cacert)"},
+		{name: "an entry without a password", secret: map[string][]byte{samplecrdv1.CloudCredentialsKey: []byte("clouds: {openstack: {auth: {auth_url: http://k/v3, username: u, project_name: p, user_domain_name: Default, project_domain_name: Default}}}")},
+			ref: ref("bad", "openstack"), reason: samplecrdv1.ReasonCredentialsInvalid, message: "lacks auth.password"},
+		{name: "credentials Keystone refuses", secret: cloudsYAML("openstack", "refused"), ref: ref("bad", "openstack"),
+			reason: samplecrdv1.ReasonCredentialsRefused, message: "Keystone refused user \"team\" in project \"team\""},
+		{name: "credentials without the flag", off: true, secret: cloudsYAML("openstack", "pw-bad"), ref: ref("bad", "openstack"),
+			reason: samplecrdv1.ReasonCredentialsNotEnabled, message: "--network-credentials-from-secrets"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec.set("good", "good", cloudsYAML("openstack", "pw-good"))
+			if tc.secret != nil {
+				sec.set("bad", "bad", tc.secret)
+			}
+			fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+			bad := credNetwork("bad", "bad", "u-bad", "10.1.0.0/24", tc.ref)
+			good := credNetwork("good", "good", "u-good", "10.2.0.0/24", ref("good", "openstack"))
+			own := credNetwork("own", "own", "u-own", "10.3.0.0/24", nil)
+			client := fake.NewClientset(bad, good, own)
+			factory := externalversions.NewSharedInformerFactory(client, 0)
+			recorder := record.NewFakeRecorder(100)
+			def := memory.New()
+			opts := network.Options{Backend: def, DownRetry: 10 * time.Millisecond, DownRetryMax: 50 * time.Millisecond}
+			if !tc.off {
+				opts.Credentials = &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}
+			}
+			done := runControllerWith(ctx, t, client, factory, recorder, opts)
+
+			cond := waitCondition(ctx, t, client, "bad", "bad", metav1.ConditionFalse, tc.reason)
+			if !strings.Contains(cond.Message, tc.message) {
+				t.Errorf("message %q does not say %q", cond.Message, tc.message)
+			}
+			if strings.Contains(cond.Message, "hunter2") || strings.Contains(cond.Message, "pw-") || strings.Contains(cond.Message, "refused\"") {
+				t.Errorf("message %q quotes the Secret's content", cond.Message)
+			}
+			if tc.off {
+				waitCondition(ctx, t, client, "own", "own", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+				waitCondition(ctx, t, client, "good", "good", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsNotEnabled)
+			} else {
+				waitCondition(ctx, t, client, "good", "good", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+				waitCondition(ctx, t, client, "own", "own", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+			}
+			cancel()
+			<-done
+			if got := def.Objects(); len(got) != 1 || got[0].UID != "u-own" {
+				t.Errorf("the manager's own backend holds %+v, want the Network without credentials only", got)
+			}
+			if b := fakeClouds.backend("pw-good"); !tc.off && (b == nil || len(b.Objects()) != 1 || b.Objects()[0].UID != "u-good") {
+				t.Errorf("the good Secret's backend is %v, want it to hold the good Network", b)
+			}
+			if b := fakeClouds.backend("pw-bad"); b != nil && b.Stats().Writes() != 0 {
+				t.Errorf("the bad Secret's backend saw %+v, want no write", b.Stats())
+			}
+		})
+	}
+}
+
+// One backend per distinct cloud entry, whatever Secret holds it; an edited
+// Secret takes effect without a restart; an entry no Network uses any more
+// is forgotten.
+func TestOneBackendPerEntrySecretChangesAndEviction(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec.set("a", "creds", cloudsYAML("openstack", "pw-1"))
+	sec.set("b", "same", cloudsYAML("openstack", "pw-1"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+	ref := func(s string) *samplecrdv1.CloudCredentialsRef {
+		return &samplecrdv1.CloudCredentialsRef{SecretName: s, CloudName: "openstack"}
+	}
+	client := fake.NewClientset(
+		credNetwork("a", "n1", "u1", "10.1.0.0/24", ref("creds")),
+		credNetwork("a", "n2", "u2", "10.2.0.0/24", ref("creds")),
+		credNetwork("b", "n3", "u3", "10.3.0.0/24", ref("same")))
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	c, err := network.New(ctx, &controller.Context{
+		SampleClient: client, SampleInformerFactory: factory, FieldManager: "test",
+		EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
+	}, network.Options{Backend: memory.New(), GCInterval: 20 * time.Millisecond,
+		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx, 2) }()
+	defer func() { cancel(); <-done }()
+	for _, n := range []struct{ ns, name string }{{"a", "n1"}, {"a", "n2"}, {"b", "n3"}} {
+		waitCondition(ctx, t, client, n.ns, n.name, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	}
+	fakeClouds.mu.Lock()
+	connects := fakeClouds.connects
+	fakeClouds.mu.Unlock()
+	if connects != 1 || len(c.CloudKeys()) != 1 || len(fakeClouds.backend("pw-1").Objects()) != 3 {
+		t.Fatalf("%d connects, %d clouds held, want 1 for 3 Networks of two Secrets with the same entry", connects, len(c.CloudKeys()))
+	}
+
+	// Another entry in Secret a/creds: a new Network there uses it, once
+	// the last read is a TTL old, without a restart.
+	sec.set("a", "creds", cloudsYAML("openstack", "pw-2"))
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return sec.idleFor(20 * time.Millisecond), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Tracker().Add(credNetwork("a", "n4", "u4", "10.4.0.0/24", ref("creds"))); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, client, "a", "n4", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	if b := fakeClouds.backend("pw-2"); b == nil || len(b.Objects()) != 1 || b.Objects()[0].UID != "u4" {
+		t.Fatalf("the edited entry's backend is %v, want it to hold n4", b)
+	}
+
+	// Every Network of the second entry gone: it is forgotten.
+	if err := client.Tracker().Delete(samplecrdv1.SchemeGroupVersion.WithResource("networks"), "a", "n4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return len(c.CloudKeys()) == 1, nil
+	}); err != nil {
+		t.Fatalf("clouds held: %d, want the one the other Networks use", len(c.CloudKeys()))
+	}
+}
+
+// Deleting a Network whose credentials never worked needs no backend (its
+// Secret may be gone with its namespace); one whose status records a
+// backend network waits for its credentials, saying so, rather than
+// leaving the network behind unnoticed.
+func TestDeletingWithoutCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		networkID string
+		reason    string
+		released  bool
+	}{
+		{name: "credentials that never worked: released", reason: samplecrdv1.ReasonCredentialsNotFound, released: true},
+		{name: "a recorded backend network: held", networkID: "net-1", reason: samplecrdv1.ReasonProvisioned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			now := metav1.Now()
+			obj := credNetwork("a", "n", "u1", "10.1.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "gone", CloudName: "openstack"})
+			obj.Finalizers, obj.DeletionTimestamp = []string{network.Finalizer}, &now
+			obj.Status.NetworkID = tc.networkID
+			obj.Status.Conditions = []metav1.Condition{{Type: samplecrdv1.ConditionReady, Status: metav1.ConditionFalse, Reason: tc.reason, LastTransitionTime: now}}
+			client := fake.NewClientset(obj)
+			factory := externalversions.NewSharedInformerFactory(client, 0)
+			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+			done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: memory.New(),
+				Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+			defer func() { cancel(); <-done }()
+			if tc.released {
+				if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+					got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+					return err == nil && len(got.Finalizers) == 0, err
+				}); err != nil {
+					t.Fatalf("the finalizer was not released: %v", err)
+				}
+				return
+			}
+			cond := waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsNotFound)
+			if !strings.Contains(cond.Message, "Secret gone not found") {
+				t.Errorf("message %q", cond.Message)
+			}
+			got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+			if err != nil || len(got.Finalizers) != 1 {
+				t.Errorf("Network = %v, %v: want it held by its finalizer", got, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,187 @@
+package neutron
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+)
+
+// Cloud is a cloud entry of a Network's own clouds.yaml, as ParseCloud
+// read it: what NewCloudBackend connects with.
+type Cloud struct {
+	AuthOptions  gophercloud.AuthOptions
+	EndpointOpts gophercloud.EndpointOpts
+	// Insecure is the entry's verify: false.
+	Insecure bool
+}
+
+// keyKey keys the hash of cloud entries: a key of this process only, so
+// that the hash (in logs, say) tells nothing of the content to anyone.
+var keyKey = func() []byte {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err)) // crypto/rand never fails on Linux
+	}
+	return b
+}()
+
+// publicClouds stands for clouds-public.yaml: a Network's entry naming a
+// profile gets none, rather than one read from the manager's disk.
+const publicClouds = "public-clouds: {}\n"
+
+// backticks matches what a YAML error may quote of the input.
+var backticks = regexp.MustCompile("`[^`]*`")
+
+// ParseCloud reads the entry cloudName of cloudsYAML, a clouds.yaml of a
+// Network's Secret, with gophercloud's own parser, and returns it as a
+// network.CloudConfig whose Config is a Cloud. Unlike the manager's own
+// clouds.yaml, it may not name files (cacert, cert, key): they would be
+// read from the manager's disk, on behalf of whoever wrote the Secret. Its
+// errors never quote the content: ReasonCredentialsNotFound for a missing
+// entry, ReasonCredentialsInvalid otherwise, each saying what to fix.
+func ParseCloud(cloudsYAML []byte, cloudName string) (network.CloudConfig, error) {
+	invalid := func(format string, args ...any) error {
+		return network.Permanent("", samplecrdv1.ReasonCredentialsInvalid, fmt.Errorf(format, args...))
+	}
+	// A first look, with gophercloud's own types, at what its parser
+	// would read from disk, and at whether the entry is there.
+	var all clouds.Clouds
+	if err := yaml.Unmarshal(cloudsYAML, &all); err != nil {
+		return network.CloudConfig{}, invalid("clouds.yaml does not parse (%s): write it as the OpenStack client expects, clouds: {<name>: {auth: {auth_url: ..., username: ..., password: ..., project_name: ..., user_domain_name: ..., project_domain_name: ...}, region_name: ...}}",
+			backticks.ReplaceAllString(err.Error(), "`...`"))
+	}
+	entry, ok := all.Clouds[cloudName]
+	if !ok {
+		names := make([]string, 0, len(all.Clouds))
+		for n := range all.Clouds {
+			names = append(names, fmt.Sprintf("%q", n))
+		}
+		return network.CloudConfig{}, network.Permanent("", samplecrdv1.ReasonCredentialsNotFound, fmt.Errorf(
+			"clouds.yaml has no cloud %q (it has %s): fix spec.cloudCredentialsRef.cloudName or the Secret", cloudName, orNone(names)))
+	}
+	var files []string
+	for _, f := range []struct{ key, v string }{{"cacert", entry.CACertFile}, {"cert", entry.ClientCertFile}, {"key", entry.ClientKeyFile}} {
+		if f.v != "" {
+			files = append(files, f.key)
+		}
+	}
+	if len(files) > 0 {
+		return network.CloudConfig{}, invalid("cloud %q names files (%s): a Network's credentials cannot point at the manager's disk; remove them (Keystone's certificate must then be trusted by the manager's CA bundle, or set verify: false)",
+			cloudName, strings.Join(files, ", "))
+	}
+	if entry.AuthInfo == nil || entry.AuthInfo.AuthURL == "" {
+		return network.CloudConfig{}, invalid("cloud %q has no auth.auth_url: set it to Keystone's URL, e.g. https://keystone.example.com:5000/v3", cloudName)
+	}
+	ao, eo, tlsConfig, err := clouds.Parse(
+		clouds.WithCloudsYAML(strings.NewReader(string(cloudsYAML))),
+		clouds.WithCloudsPublicYAML(strings.NewReader(publicClouds)),
+		clouds.WithCloudName(cloudName),
+		// Not the manager's OS_REGION_NAME and OS_INTERFACE: the entry's.
+		clouds.WithRegion(""),
+		clouds.WithEndpointType(""),
+	)
+	if err != nil {
+		return network.CloudConfig{}, invalid("cloud %q: %s", cloudName, backticks.ReplaceAllString(err.Error(), "`...`"))
+	}
+	ao.AllowReauth = true
+	appCred := ao.ApplicationCredentialID != "" || ao.ApplicationCredentialName != ""
+	var missing []string
+	switch {
+	case appCred && ao.ApplicationCredentialSecret == "":
+		missing = append(missing, "auth.application_credential_secret")
+	case !appCred && ao.TokenID == "" && ao.Password == "":
+		missing = append(missing, "auth.password (or an application credential)")
+	}
+	if !appCred && ao.Username == "" && ao.UserID == "" && ao.TokenID == "" {
+		missing = append(missing, "auth.username")
+	}
+	if !appCred && (ao.Scope == nil || (ao.Scope.ProjectID == "" && ao.Scope.ProjectName == "")) {
+		missing = append(missing, "auth.project_name (with auth.project_domain_name) or auth.project_id: the controller works in one project")
+	}
+	if len(missing) > 0 {
+		return network.CloudConfig{}, invalid("cloud %q lacks %s", cloudName, strings.Join(missing, ", "))
+	}
+	cl := Cloud{AuthOptions: ao, EndpointOpts: eo, Insecure: tlsConfig != nil && tlsConfig.InsecureSkipVerify}
+	return network.CloudConfig{Key: cl.key(), Description: cl.describe(), Config: cl}, nil
+}
+
+// key is a keyed hash of every field of c that reaches Keystone or Neutron.
+func (c Cloud) key() string {
+	ao := c.AuthOptions
+	fields := []any{ao.IdentityEndpoint, ao.Username, ao.UserID, ao.Password, ao.Passcode, ao.DomainID, ao.DomainName,
+		ao.TenantID, ao.TenantName, ao.TokenID, ao.ApplicationCredentialID, ao.ApplicationCredentialName,
+		ao.ApplicationCredentialSecret, ao.Scope, c.EndpointOpts.Region, c.EndpointOpts.Availability, c.Insecure}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a cloud entry: %v", err)) // strings, bools and a plain struct always encode
+	}
+	m := hmac.New(sha256.New, keyKey)
+	m.Write(b)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// describe names c without its secrets.
+func (c Cloud) describe() string {
+	ao := c.AuthOptions
+	project := ""
+	if s := ao.Scope; s != nil {
+		switch {
+		case s.ProjectID != "":
+			project = fmt.Sprintf(" in project ID %q", s.ProjectID)
+		case s.ProjectName != "":
+			project = fmt.Sprintf(" in project %q", s.ProjectName)
+		}
+	}
+	return fmt.Sprintf("%s%s at %s", who(ao), project, ao.IdentityEndpoint)
+}
+
+// NewCloudBackend returns what network.Credentials.NewBackend calls: a
+// Neutron backend per cloud entry, with base's settings (ManagedBy,
+// timeouts, the in-flight cap, which is per backend: per cloud) and the
+// entry's credentials. Keystone refusing them is a Down error of reason
+// ReasonCredentialsRefused.
+func NewCloudBackend(base Options) func(ctx context.Context, cfg network.CloudConfig) (network.Backend, error) {
+	return func(ctx context.Context, cfg network.CloudConfig) (network.Backend, error) {
+		c, ok := cfg.Config.(Cloud)
+		if !ok {
+			return nil, fmt.Errorf("cloud entry of type %T, not a neutron.Cloud", cfg.Config)
+		}
+		opts := base
+		opts.ServiceClient, opts.ProviderClient = nil, nil
+		opts.AuthOptions = &c.AuthOptions
+		opts.EndpointOpts = c.EndpointOpts
+		if c.Insecure {
+			opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // the entry's verify: false
+		}
+		b, err := New(ctx, opts)
+		if err == nil {
+			return b, nil
+		}
+		if code, ok := statusCode(err); ok && code == http.StatusUnauthorized {
+			// err names Keystone and the user; the controller's message
+			// says what to check.
+			return nil, &network.Error{Reason: samplecrdv1.ReasonCredentialsRefused, Down: true, Err: err}
+		}
+		var netErr *network.Error
+		if errors.As(err, &netErr) {
+			return nil, err
+		}
+		return nil, network.Down("connecting", err)
+	}
+}

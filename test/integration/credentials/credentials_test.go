@@ -1,0 +1,359 @@
+// Integration tests of Networks with credentials of their own
+// (spec.cloudCredentialsRef) against a real kube-apiserver + etcd and the
+// real Keystone and Neutron `make test` starts: two tenant projects, each
+// with a member user of its own, whose clouds.yaml are Secrets of two
+// namespaces; the manager runs with the RBAC of config/default plus the
+// config/network-credentials Component, as deployed.
+package credentials
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kube-sample/controller-manager/internal/controller/network"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
+	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/kube-sample/controller-manager/test/integration/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+// timeout bounds every wait: real Neutron shares its API worker with every
+// test package running at once.
+const timeout = 2 * time.Minute
+
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	kube   kubernetes.Interface
+	client versioned.Interface
+}
+
+func (e *env) secret(ns, name string, cloudsYAML []byte) {
+	e.t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Data: map[string][]byte{samplecrdv1.CloudCredentialsKey: cloudsYAML}}
+	_, err := e.kube.CoreV1().Secrets(ns).Create(e.ctx, s, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = e.kube.CoreV1().Secrets(ns).Update(e.ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		e.t.Fatalf("writing Secret %s/%s: %v", ns, name, err)
+	}
+}
+
+func (e *env) create(ns, name, cidr, gateway, secret string) {
+	e.t.Helper()
+	n := &samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: samplecrdv1.NetworkSpec{CIDR: cidr, Gateway: gateway}}
+	if secret != "" {
+		n.Spec.CloudCredentialsRef = &samplecrdv1.CloudCredentialsRef{SecretName: secret, CloudName: "tenant"}
+	}
+	if _, err := e.client.SamplecrdV1().Networks(ns).Create(e.ctx, n, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("creating Network %s/%s: %v", ns, name, err)
+	}
+}
+
+// waitReady waits until Network ns/name's Ready condition has status and
+// reason for its generation, and returns the Network and the condition.
+func (e *env) waitReady(ns, name string, status metav1.ConditionStatus, reason string) (*samplecrdv1.Network, *metav1.Condition) {
+	e.t.Helper()
+	var got *samplecrdv1.Network
+	var cond *metav1.Condition
+	framework.Eventually(e.t, timeout, fmt.Sprintf("Network %s/%s Ready=%s %s", ns, name, status, reason), func(ctx context.Context) (bool, error) {
+		n, err := e.client.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)
+		if c == nil || c.Status != status || c.Reason != reason || c.ObservedGeneration != n.Generation {
+			return false, fmt.Errorf("ready condition = %+v", c)
+		}
+		got, cond = n, c
+		return true, nil
+	})
+	return got, cond
+}
+
+func (e *env) waitGone(ns, name string) {
+	e.t.Helper()
+	framework.Eventually(e.t, timeout, "Network "+ns+"/"+name+" gone", func(ctx context.Context) (bool, error) {
+		_, err := e.client.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// inNeutron returns the Neutron network of Network uid, read as the admin
+// (every project's), nil when there is none.
+func inNeutron(t *testing.T, cloud *neutrontest.Cloud, uid types.UID) *networks.Network {
+	t.Helper()
+	got := cloud.Networks(t, cloud.Admin(t), neutron.UIDTagPrefix+string(uid))
+	switch len(got) {
+	case 0:
+		return nil
+	case 1:
+		return &got[0]
+	}
+	t.Fatalf("%d Neutron networks carry the UID of Network %s", len(got), uid)
+	return nil
+}
+
+// Networks in namespace A land in project A, in namespace B in project B,
+// without credentials in the manager's own; B cannot use A's Secret; the
+// orphan garbage collection covers the tenants' projects and no other; a
+// password rotated in Keystone and in the Secret keeps working; a revoked
+// user gives a condition on its Networks only.
+func TestCredentialsPerNetwork(t *testing.T) {
+	cloud := neutrontest.Get(t)
+	cloud.SetEnv(t) // the manager's own cloud: project k8s
+	managedBy := neutrontest.UniqueManagedBy()
+	cloud.CleanupManagedBy(t, managedBy)
+	kube, nsA := framework.Setup(t)
+	nsB, nsOwn := framework.CreateNamespace(t, kube), framework.CreateNamespace(t, kube)
+	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(framework.AdminConfig()))}
+	framework.InstallComponentRBAC(t, "config/network-credentials")
+
+	tenantA, tenantB := cloud.Project(t), cloud.Project(t)
+	e.secret(nsA, "team-a", tenantA.User.CloudsYAML("tenant"))
+	e.secret(nsB, "team-b", tenantB.User.CloudsYAML("tenant"))
+	// A's user in B's project, where it has no role.
+	e.secret(nsA, "a-in-b", []byte(strings.Replace(string(tenantA.User.CloudsYAML("tenant")),
+		"project_name: "+tenantA.Name, "project_name: "+tenantB.Name, 1)))
+
+	// Orphans of this managed-by value, from before the manager started:
+	// one in tenant A's project (its Network long gone), which A's scan
+	// deletes, and one in the admin's project, for which the manager holds
+	// no credentials, which nothing deletes.
+	orphan := func(env map[string]string, cidr string) network.Network {
+		b, err := neutron.New(e.ctx, neutron.Options{ManagedBy: managedBy, Getenv: neutrontest.Getenv(env)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.Create(e.ctx, network.Network{UID: types.UID(uuid.NewUUID()), Namespace: nsA, Name: "gone-long-ago", CIDR: cidr, Gateway: strings.TrimSuffix(cidr, "0/24") + "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *n
+	}
+	orphanA := orphan(tenantA.User.Env, "10.70.0.0/24")
+	orphanAdmin := orphan(cloud.AdminEnv(), "10.71.0.0/24")
+
+	accessLog, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := framework.Options()
+	o.Controllers = []string{"network"}
+	o.Namespace = "" // Networks of several namespaces
+	o.NetworkBackendName = "neutron"
+	o.NeutronManagedBy = managedBy
+	o.NetworkCredentialsFromSecrets = true
+	o.NetworkCredentialsTTL = time.Second
+	m := framework.StartManager(t, framework.AdminConfig(), o)
+
+	e.create(nsA, "a1", "10.60.0.0/24", "10.60.0.1", "team-a")
+	e.create(nsB, "b1", "10.61.0.0/24", "10.61.0.1", "team-b")
+	e.create(nsOwn, "own", "10.62.0.0/24", "10.62.0.1", "")
+	// B names A's Secret: looked up in B's namespace only.
+	e.create(nsB, "steal", "10.63.0.0/24", "10.63.0.1", "team-a")
+	e.create(nsA, "no-access", "10.68.0.0/24", "10.68.0.1", "a-in-b")
+
+	for _, c := range []struct {
+		ns, name, project string
+	}{{nsA, "a1", tenantA.ID}, {nsB, "b1", tenantB.ID}, {nsOwn, "own", cloud.ProjectID}} {
+		n, _ := e.waitReady(c.ns, c.name, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+		if n.Status.Network == nil || n.Status.Network.ProjectID != c.project {
+			t.Errorf("Network %s/%s: status.network = %+v, want project %s", c.ns, c.name, n.Status.Network, c.project)
+		}
+		if got := inNeutron(t, cloud, n.UID); got == nil || got.ProjectID != c.project || got.ID != n.Status.NetworkID {
+			t.Errorf("Network %s/%s: in Neutron %+v, want network %s in project %s", c.ns, c.name, got, n.Status.NetworkID, c.project)
+		}
+	}
+	steal, cond := e.waitReady(nsB, "steal", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsNotFound)
+	if !strings.Contains(cond.Message, "Secret team-a not found in namespace "+nsB) {
+		t.Errorf("the Network naming another namespace's Secret says %q", cond.Message)
+	}
+	if got := inNeutron(t, cloud, steal.UID); got != nil {
+		t.Errorf("a network was created for it: %+v", got)
+	}
+	_, cond = e.waitReady(nsA, "no-access", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	if !strings.Contains(cond.Message, "in project "+fmt.Sprintf("%q", tenantB.Name)) || !strings.Contains(cond.Message, "has a role (member) on the project") {
+		t.Errorf("the Network whose user has no role on the project says %q", cond.Message)
+	}
+	// Tenant B's cloud cost its List (networks, subnets) and b1's create
+	// (network, tags, subnet, tags), nothing per Network of other clouds.
+	reqs, err := accessLog.Requests(e.ctx, tenantB.User.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("tenant B's user: %d Neutron requests: %v", len(reqs), reqs)
+	if len(reqs) != 6 {
+		t.Errorf("tenant B's user made %d Neutron requests, want 6: the List's 2 and b1's create's 4", len(reqs))
+	}
+	framework.Eventually(t, timeout, "tenant A's orphan collected", func(ctx context.Context) (bool, error) {
+		return inNeutron(t, cloud, orphanA.UID) == nil, nil
+	})
+	if inNeutron(t, cloud, orphanAdmin.UID) == nil {
+		t.Errorf("the orphan in a project the manager holds no credentials for was deleted")
+	}
+
+	// A restart with every Network converged: each tenant cloud costs its
+	// List (2 requests), nothing per Network.
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := accessLog.Reset(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	queue := framework.MarkQueue(network.Name)
+	m = framework.StartManager(t, framework.AdminConfig(), o)
+	tenantRequests := func() (a, b []neutrontest.Request) {
+		var err error
+		if a, err = accessLog.Requests(e.ctx, tenantA.User.ID); err == nil {
+			b, err = accessLog.Requests(e.ctx, tenantB.User.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}
+	framework.Eventually(t, timeout, "both tenant clouds listed after the restart", func(ctx context.Context) (bool, error) {
+		a, b := tenantRequests()
+		return len(a) >= 2 && len(b) >= 2, nil
+	})
+	framework.Eventually(t, timeout, "every Network synced after its cloud's List", func(ctx context.Context) (bool, error) {
+		return queue.Idle(), nil
+	})
+	a, b := tenantRequests()
+	t.Logf("restart: tenant A's user %d Neutron requests %v, tenant B's %d %v", len(a), a, len(b), b)
+	for _, reqs := range [][]neutrontest.Request{a, b} {
+		if len(reqs) != 2 || !reqs[0].IsList(managedBy) || !reqs[1].IsList(managedBy) {
+			t.Errorf("a tenant's restart cost %v, want its List only", reqs)
+		}
+	}
+
+	// A password rotated in Keystone (which revokes the user's tokens),
+	// then in the Secret: in between, A's Networks say the credentials
+	// are refused; then they work again, no restart.
+	probeA := validatedToken(t, tenantA.User.Env)
+	newPassword := tenantA.User.Env["OS_PASSWORD"] + "-rotated"
+	if err := tenantA.User.SetPassword(e.ctx, newPassword); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "Neutron refusing A's old tokens", func(ctx context.Context) (bool, error) {
+		_, err := networks.List(probeA, networks.ListOpts{Name: "none"}).AllPages(ctx)
+		return err != nil, nil
+	})
+	e.create(nsA, "a2", "10.64.0.0/24", "10.64.0.1", "team-a")
+	e.waitReady(nsA, "a2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	e.waitReady(nsB, "b1", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	tenantA.User.Env["OS_PASSWORD"] = newPassword
+	e.secret(nsA, "team-a", tenantA.User.CloudsYAML("tenant"))
+	n, _ := e.waitReady(nsA, "a2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.edit(nsA, "a1", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.60.0.254" })
+	if got := inNeutron(t, cloud, n.UID); got == nil || got.ProjectID != tenantA.ID {
+		t.Errorf("after the rotation, a2 in Neutron is %+v, want in project %s", got, tenantA.ID)
+	}
+	framework.Eventually(t, timeout, "a1's gateway moved in Neutron", func(ctx context.Context) (bool, error) {
+		n, err := e.client.SamplecrdV1().Networks(nsA).Get(ctx, "a1", metav1.GetOptions{})
+		if err != nil || n.Status.Subnet == nil {
+			return false, err
+		}
+		subs := cloud.Subnets(t, cloud.Admin(t), n.Status.NetworkID)
+		return len(subs) == 1 && subs[0].GatewayIP == "10.60.0.254", nil
+	})
+
+	// Tenant B's user revoked: once Neutron refuses its tokens, B's
+	// Networks say so; A's and the manager's own go on.
+	probe := validatedToken(t, tenantB.User.Env)
+	if err := tenantB.User.Delete(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "Neutron refusing B's tokens", func(ctx context.Context) (bool, error) {
+		_, err := networks.List(probe, networks.ListOpts{Name: "none"}).AllPages(ctx)
+		return err != nil, nil
+	})
+	e.create(nsB, "b2", "10.65.0.0/24", "10.65.0.1", "team-b")
+	e.create(nsA, "a3", "10.66.0.0/24", "10.66.0.1", "team-a")
+	e.create(nsOwn, "own2", "10.67.0.0/24", "10.67.0.1", "")
+	_, cond = e.waitReady(nsB, "b2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	if !strings.Contains(cond.Message, tenantB.User.Env["OS_USERNAME"]) || !strings.Contains(cond.Message, "401") {
+		t.Errorf("b2's message %q does not name B's user and Keystone's 401", cond.Message)
+	}
+	if strings.Contains(cond.Message, tenantB.User.Env["OS_PASSWORD"]) {
+		t.Errorf("b2's message quotes the password")
+	}
+	e.waitReady(nsA, "a3", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.waitReady(nsOwn, "own2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	if got := inNeutron(t, cloud, n.UID); got == nil {
+		t.Errorf("a2's network went")
+	}
+
+	// Deleting A's Networks deletes their networks in A's project.
+	for _, name := range []string{"a1", "a2", "a3"} {
+		if err := e.client.SamplecrdV1().Networks(nsA).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitGone(nsA, name)
+	}
+	for _, nt := range cloud.Networks(t, cloud.Admin(t), neutron.ManagedByTagPrefix+managedBy) {
+		if nt.ProjectID == tenantA.ID {
+			t.Errorf("network %s left in tenant A's project", nt.ID)
+		}
+	}
+	if logs := m.Logs(); strings.Contains(logs, tenantA.User.Env["OS_PASSWORD"]) || strings.Contains(logs, tenantB.User.Env["OS_PASSWORD"]) {
+		t.Errorf("the manager logged a password")
+	}
+}
+
+// validatedToken returns a network client of env's user whose token
+// Neutron has just validated: after the manager's last request (it is idle
+// now), so that once Neutron refuses this token (its validation cache
+// expired), it refuses the manager's too.
+func validatedToken(t *testing.T, env map[string]string) *gophercloud.ServiceClient {
+	t.Helper()
+	probe, err := neutrontest.NewClient(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := networks.List(probe, networks.ListOpts{Name: "none"}).AllPages(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return probe
+}
+
+// edit changes Network ns/name as change says, retrying conflicts.
+func (e *env) edit(ns, name string, change func(*samplecrdv1.Network)) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := e.client.SamplecrdV1().Networks(ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cur)
+		_, err = e.client.SamplecrdV1().Networks(ns).Update(e.ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("editing Network %s/%s: %v", ns, name, err)
+	}
+}
