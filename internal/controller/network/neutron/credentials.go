@@ -45,8 +45,19 @@ var keyKey = func() []byte {
 // profile gets none, rather than one read from the manager's disk.
 const publicClouds = "public-clouds: {}\n"
 
-// backticks matches what a YAML error may quote of the input.
-var backticks = regexp.MustCompile("`[^`]*`")
+// yamlLine finds the line a YAML error names.
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// where says where in the clouds.yaml a parse error is, and nothing else of
+// it: a YAML error may quote the input, and some quote it whole (a map key
+// of null has its value printed, password included), so only the line
+// number it names is kept.
+func where(err error) string {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return "at line " + m[1]
+	}
+	return "the parser's message is left out: it may quote the Secret"
+}
 
 // ParseCloud reads the entry cloudName of cloudsYAML, a clouds.yaml of a
 // Network's Secret, with gophercloud's own parser, and returns it as a
@@ -64,7 +75,7 @@ func ParseCloud(cloudsYAML []byte, cloudName string) (network.CloudConfig, error
 	var all clouds.Clouds
 	if err := yaml.Unmarshal(cloudsYAML, &all); err != nil {
 		return network.CloudConfig{}, invalid("clouds.yaml does not parse (%s): write it as the OpenStack client expects, clouds: {<name>: {auth: {auth_url: ..., username: ..., password: ..., project_name: ..., user_domain_name: ..., project_domain_name: ...}, region_name: ...}}",
-			backticks.ReplaceAllString(err.Error(), "`...`"))
+			where(err))
 	}
 	entry, ok := all.Clouds[cloudName]
 	if !ok {
@@ -97,7 +108,7 @@ func ParseCloud(cloudsYAML []byte, cloudName string) (network.CloudConfig, error
 		clouds.WithEndpointType(""),
 	)
 	if err != nil {
-		return network.CloudConfig{}, invalid("cloud %q: %s", cloudName, backticks.ReplaceAllString(err.Error(), "`...`"))
+		return network.CloudConfig{}, invalid("cloud %q does not parse (%s): fix the entry in the Secret", cloudName, where(err))
 	}
 	ao.AllowReauth = true
 	appCred := ao.ApplicationCredentialID != "" || ao.ApplicationCredentialName != ""

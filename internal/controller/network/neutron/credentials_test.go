@@ -51,6 +51,8 @@ func TestParseCloud(t *testing.T) {
 	}{
 		{name: "no such cloud", yaml: tenantYAML, cloud: "other", reason: samplecrdv1.ReasonCredentialsNotFound, want: `clouds.yaml has no cloud "other" (it has "openstack")`},
 		{name: "not YAML", yaml: "clouds: {openstack: {auth: {password: 's3cret-pw}}", cloud: "openstack", reason: samplecrdv1.ReasonCredentialsInvalid, want: "clouds.yaml does not parse"},
+		{name: "a key of null (whose value a YAML error prints)", yaml: "clouds: {~: {auth: {password: s3cret-pw}}, openstack: {}}", cloud: "openstack",
+			reason: samplecrdv1.ReasonCredentialsInvalid, want: "clouds.yaml does not parse"},
 		{name: "a value of the wrong type", yaml: "clouds: {openstack: {verify: s3cret-pw}}", cloud: "openstack", reason: samplecrdv1.ReasonCredentialsInvalid, want: "clouds.yaml does not parse"},
 		{name: "a CA file", yaml: strings.Replace(tenantYAML, "    region_name", "    cacert: /etc/openstack/ca.crt\n    region_name", 1), cloud: "openstack",
 			reason: samplecrdv1.ReasonCredentialsInvalid, want: "names files (cacert)"},
