@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -139,9 +141,17 @@ func (c *Cloud) Project(t testing.TB) *Project {
 }
 
 // SetPassword changes the user's password in Keystone, which also revokes
-// its tokens.
+// its tokens. A request Keystone dropped unanswered (its uwsgi closing the
+// connection under load) is sent again, up to three times: setting the
+// same password twice changes nothing more.
 func (u *User) SetPassword(ctx context.Context, password string) error {
-	if err := users.Update(ctx, u.identity, u.ID, users.UpdateOpts{Password: password}).Err; err != nil {
+	var err error
+	for range 3 {
+		if err = users.Update(ctx, u.identity, u.ID, users.UpdateOpts{Password: password}).Err; !errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("changing the password of keystone user %s: %w", u.ID, err)
 	}
 	return nil
