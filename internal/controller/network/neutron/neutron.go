@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
@@ -365,10 +366,10 @@ func (b *Backend) owns(tags []string, uid types.UID) bool {
 }
 
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n]
+	return string([]rune(s)[:n])
 }
 
 // displayName is the Neutron name of a Network's network and subnet.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
@@ -95,7 +96,7 @@ func (b *Backend) describeWith(n network.Network, user *string, ours bool) strin
 	if user == nil || *user == "" {
 		return d
 	}
-	if len(d)+len(descriptionSep)+len(*user) > maxNameLength {
+	if utf8.RuneCountInString(d)+len(descriptionSep)+utf8.RuneCountInString(*user) > maxNameLength {
 		d = b.markers(n)[1]
 	}
 	return truncate(d+descriptionSep+*user, maxNameLength)

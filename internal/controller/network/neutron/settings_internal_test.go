@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kube-sample/controller-manager/internal/controller/network"
 )
@@ -43,6 +44,16 @@ func TestDescriptions(t *testing.T) {
 	if d := b.describeWith(long, &long128, true); len(d) > maxNameLength || !strings.HasSuffix(d, ": "+long128) || !b.describes(d, long) ||
 		b.userDescription(d) != long128 {
 		t.Errorf("a long Network's description %q (%d characters)", d, len(d))
+	}
+	// Neutron counts characters, not bytes: the user's text of three-byte
+	// characters is kept whole, and never cut inside a character.
+	wide := strings.Repeat("網", 128)
+	if d := b.describeWith(long, &wide, true); utf8.RuneCountInString(d) > maxNameLength || !utf8.ValidString(d) ||
+		!strings.HasSuffix(d, ": "+wide) || b.userDescription(d) != wide {
+		t.Errorf("a long Network's description of wide characters %q (%d characters)", d, utf8.RuneCountInString(d))
+	}
+	if got := truncate(strings.Repeat("網", 300), maxNameLength); utf8.RuneCountInString(got) != maxNameLength || !utf8.ValidString(got) {
+		t.Errorf("truncate cut %d characters, valid UTF-8 %v; want %d", utf8.RuneCountInString(got), utf8.ValidString(got), maxNameLength)
 	}
 }
 

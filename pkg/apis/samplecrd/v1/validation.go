@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -50,7 +51,7 @@ func validateSpec(spec NetworkSpec, p *field.Path) field.ErrorList {
 		}
 		if r := spec.SubnetPool; (r.ID == "") == (r.Name == "") {
 			errs = append(errs, field.Invalid(p.Child("subnetPool"), "", poolOneOf))
-		} else if len(r.ID) > maxNameLength || len(r.Name) > maxNameLength {
+		} else if utf8.RuneCountInString(r.ID) > maxNameLength || utf8.RuneCountInString(r.Name) > maxNameLength {
 			errs = append(errs, field.TooLong(p.Child("subnetPool"), "", maxNameLength))
 		}
 		// Its range is Neutron's: neither cidr nor gateway is required.
@@ -121,7 +122,7 @@ func validateSettings(spec NetworkSpec, p *field.Path, prefix netip.Prefix, cidr
 	if spec.Policy() == ManagementPolicyUnmanaged && spec.HasSettings() {
 		errs = append(errs, field.Forbidden(p, unmanagedSettings))
 	}
-	if spec.Description != nil && len(*spec.Description) > MaxDescriptionLength {
+	if spec.Description != nil && utf8.RuneCountInString(*spec.Description) > MaxDescriptionLength {
 		errs = append(errs, field.TooLong(p.Child("description"), "", MaxDescriptionLength))
 	}
 	tp := p.Child("tags")
@@ -133,7 +134,7 @@ func validateSettings(spec NetworkSpec, p *field.Path, prefix netip.Prefix, cidr
 		switch {
 		case tag == "":
 			errs = append(errs, field.Required(tp.Index(i), "a tag cannot be empty"))
-		case len(tag) > MaxTagLength:
+		case utf8.RuneCountInString(tag) > MaxTagLength:
 			errs = append(errs, field.TooLong(tp.Index(i), "", MaxTagLength))
 		case strings.HasPrefix(tag, "k8s-") || strings.HasPrefix(tag, "managed-by="):
 			errs = append(errs, field.Invalid(tp.Index(i), tag, "tag "+tag+" uses a prefix the controller keeps for its own tags (k8s-, managed-by=): pick another tag"))
@@ -184,9 +185,9 @@ func validateSettings(spec NetworkSpec, p *field.Path, prefix netip.Prefix, cidr
 		switch {
 		case (r.ID == "") == (r.Name == ""):
 			errs = append(errs, field.Invalid(p.Child("router"), "", routerOneOf))
-		case len(r.ID) > maxNameLength:
+		case utf8.RuneCountInString(r.ID) > maxNameLength:
 			errs = append(errs, field.TooLong(p.Child("router", "id"), "", maxNameLength))
-		case len(r.Name) > maxNameLength:
+		case utf8.RuneCountInString(r.Name) > maxNameLength:
 			errs = append(errs, field.TooLong(p.Child("router", "name"), "", maxNameLength))
 		}
 	}
@@ -242,7 +243,7 @@ func validatePolicies(spec NetworkSpec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(ip, "networkID and filter", importBoth))
 	case imp.NetworkID == "" && imp.Filter == nil:
 		errs = append(errs, field.Required(ip, importNeither))
-	case len(imp.NetworkID) > maxNameLength:
+	case utf8.RuneCountInString(imp.NetworkID) > maxNameLength:
 		errs = append(errs, field.TooLong(ip.Child("networkID"), "", maxNameLength))
 	case imp.Filter != nil:
 		fp := ip.Child("filter")
@@ -250,7 +251,7 @@ func validatePolicies(spec NetworkSpec, p *field.Path) field.ErrorList {
 		if f.Name == "" && len(f.Tags) == 0 {
 			errs = append(errs, field.Required(fp, emptyFilter))
 		}
-		if len(f.Name) > maxNameLength {
+		if utf8.RuneCountInString(f.Name) > maxNameLength {
 			errs = append(errs, field.TooLong(fp.Child("name"), "", maxNameLength))
 		}
 		if len(f.Tags) > maxFilterTags {
@@ -261,7 +262,7 @@ func validatePolicies(spec NetworkSpec, p *field.Path) field.ErrorList {
 			switch {
 			case tag == "":
 				errs = append(errs, field.Required(fp.Child("tags").Index(i), "a tag cannot be empty"))
-			case len(tag) > maxNameLength:
+			case utf8.RuneCountInString(tag) > maxNameLength:
 				errs = append(errs, field.TooLong(fp.Child("tags").Index(i), "", maxNameLength))
 			case seen[tag]:
 				errs = append(errs, field.Duplicate(fp.Child("tags").Index(i), tag))
