@@ -1155,6 +1155,22 @@ func testRouter(t *testing.T, ctx context.Context, s Setup) {
 		t.Fatalf("Ensure with the router by id: %v", err)
 	}
 	checkRouter(t, ctx, s.Backend, "Ensure with the router by id", got, router)
+	// Removed from the spec with the gateway moved in the same edit, as
+	// the API's refusal of a moved gateway says to: the interface goes
+	// first, then the gateway moves.
+	moved.Router, moved.Settings = nil, d.Settings
+	if got, _, err = network.Ensure(ctx, s.Backend, moved, got, false); err != nil {
+		t.Fatalf("Ensure without the router and with a moved gateway: %v", err)
+	}
+	checkRouter(t, ctx, s.Backend, "Ensure without the router and with a moved gateway", got, "")
+	if got.Gateway != moved.Gateway {
+		t.Errorf("Ensure without the router and with a moved gateway: gateway %s, want %s", got.Gateway, moved.Gateway)
+	}
+	d.Gateway = moved.Gateway
+	if got, _, err = network.Ensure(ctx, s.Backend, d, got, false); err != nil {
+		t.Fatalf("Ensure with the router by id again: %v", err)
+	}
+	checkRouter(t, ctx, s.Backend, "Ensure with the router by id again", got, router)
 	if err := s.Backend.Delete(ctx, d); err != nil {
 		t.Fatalf("Delete of a routed network: %v", err)
 	}

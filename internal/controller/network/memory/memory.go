@@ -739,7 +739,9 @@ func (b *Backend) update(ctx context.Context, op Op, cur, desired network.Networ
 	if err := check("update subnet", o.CIDR, gateway, set); err != nil {
 		return nil, err
 	}
-	if gateway != o.Gateway && o.RouterID != "" {
+	// An interface that stays holds the gateway address (one removed goes
+	// first: attach below).
+	if gateway != o.Gateway && o.RouterID != "" && (op != OpUpdate || desired.Router != nil) {
 		return nil, network.Permanent("update subnet", samplecrdv1.ReasonBackendRejected, fmt.Errorf(
 			"gateway ip %s is in use by the interface of router %s (port %s)", o.Gateway, o.RouterID, o.RouterPortID))
 	}

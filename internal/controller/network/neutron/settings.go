@@ -214,6 +214,29 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 	// Network's text alone.
 	ours := b.describes(cur.Observed.Description, cur)
 
+	// The router: resolved first (a name), the old interface removed
+	// before its mark, the new one added after its mark (see router.go).
+	// The old one goes before the subnet changes: its port holds the
+	// gateway address, and Neutron refuses a new gateway while it does
+	// (spec.router removed and the gateway changed in one edit).
+	mark := routerMark(out.ObservedSubnet.Tags)
+	newMark, attach := mark, false
+	if desired.Router == nil {
+		newMark = ""
+	} else if network.RouterDiffers(desired, cur) != "" {
+		id, err := b.resolveRouter(ctx, *desired.Router)
+		if err != nil {
+			return nil, err
+		}
+		newMark, attach = id, true
+	}
+	if mark != "" && mark != newMark {
+		if err := b.removeInterface(ctx, mark, cur.SubnetID); err != nil {
+			return nil, err
+		}
+		out.RouterID, out.RouterPortID = "", ""
+	}
+
 	// The subnet.
 	var sopts subnets.UpdateOpts
 	subnetDiffers := false
@@ -291,26 +314,6 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 		}
 		klog.FromContext(ctx).Info("Updated Neutron network", "uid", cur.UID, "networkID", n.ID)
 		out.Observed = observeNetwork(&n)
-	}
-
-	// The router: resolved first (a name), the old interface removed
-	// before its mark, the new one added after its mark (see router.go).
-	mark := routerMark(out.ObservedSubnet.Tags)
-	newMark, attach := mark, false
-	if desired.Router == nil {
-		newMark = ""
-	} else if network.RouterDiffers(desired, cur) != "" {
-		id, err := b.resolveRouter(ctx, *desired.Router)
-		if err != nil {
-			return nil, err
-		}
-		newMark, attach = id, true
-	}
-	if mark != "" && mark != newMark {
-		if err := b.removeInterface(ctx, mark, cur.SubnetID); err != nil {
-			return nil, err
-		}
-		out.RouterID, out.RouterPortID = "", ""
 	}
 
 	// The tags: the user's, and the subnet's router mark.
