@@ -1,9 +1,11 @@
 package network
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -70,5 +72,34 @@ func TestBackendStateWaitersComeBackOnce(t *testing.T) {
 	}
 	if up, _ := s.waitUnlessUp(a); !up {
 		t.Fatal("up: a sync still waits")
+	}
+}
+
+// TestCloudEvictedBeforeRunIsNotStarted: a cloud made before the controller
+// runs, and evicted (no Network uses it) before then, gets no scan loop.
+func TestCloudEvictedBeforeRunIsNotStarted(t *testing.T) {
+	s := &cloudSet{max: 4, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, now: time.Now,
+		start: func(context.Context, *cloud) {}}
+	used := map[types.UID]bool{"a": true, "b": true}
+	inUse := func(uid types.UID) bool { return used[uid] }
+	clouds := map[string]*cloud{}
+	for _, k := range []string{"a", "b"} {
+		cl, err := s.use(types.UID(k), secretRef{namespace: k}, CloudConfig{Key: k}, inUse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clouds[k] = cl
+	}
+	delete(used, "a")
+	s.evict(inUse, 0)
+	s.run(t.Context())
+	// A started cloud has the cancel of its scan loop.
+	for k, want := range map[string]bool{"a": false, "b": true} {
+		clouds[k].mu.Lock()
+		started := clouds[k].cancel != nil
+		clouds[k].mu.Unlock()
+		if started != want {
+			t.Errorf("cloud %s: scan loop started %v, want %v", k, started, want)
+		}
 	}
 }

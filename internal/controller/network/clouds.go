@@ -218,7 +218,11 @@ func (s *cloudSet) run(ctx context.Context) {
 	defer s.mu.Unlock()
 	s.runCtx = ctx
 	for _, cl := range s.pending {
-		s.startLocked(cl)
+		// Only the clouds still held: one evicted before run has no
+		// Network to scan for.
+		if s.byKey[cl.key] == cl {
+			s.startLocked(cl)
+		}
 	}
 	s.pending = nil
 }
