@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -159,7 +160,18 @@ func (c Cloud) describe() string {
 			project = fmt.Sprintf(" in project %q", s.ProjectName)
 		}
 	}
-	return fmt.Sprintf("%s%s at %s", who(ao), project, ao.IdentityEndpoint)
+	return fmt.Sprintf("%s%s at %s", who(ao), project, endpoint(ao.IdentityEndpoint))
+}
+
+// endpoint is Keystone's URL for messages and logs: without user
+// information, query or fragment, which may carry secrets.
+func endpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an auth_url that is not a URL)"
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
+	return u.String()
 }
 
 // NewCloudBackend returns what network.Credentials.NewBackend calls: a

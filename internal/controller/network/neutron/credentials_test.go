@@ -40,6 +40,10 @@ func TestParseCloud(t *testing.T) {
 	if strings.Contains(cfg.Description, "s3cret") || cfg.Description != `user "team-a" in project "team-a" at https://keystone.example:5000/v3` {
 		t.Errorf("description %q", cfg.Description)
 	}
+	withSecrets := strings.Replace(tenantYAML, "https://keystone.example:5000/v3", "https://ops:s3cret@keystone.example:5000/v3?token=s3cret#s3cret", 1)
+	if c, err := neutron.ParseCloud([]byte(withSecrets), "openstack"); err != nil || c.Description != cfg.Description {
+		t.Errorf("an auth_url with user information, a query and a fragment: %v, description %q; want %q", err, c.Description, cfg.Description)
+	}
 	again, _ := neutron.ParseCloud([]byte("# another Secret, the same entry\n"+tenantYAML), "openstack")
 	rotated, _ := neutron.ParseCloud([]byte(strings.Replace(tenantYAML, "s3cret-pw", "n3w-pw", 1)), "openstack")
 	if again.Key != cfg.Key || rotated.Key == cfg.Key || len(cfg.Key) != 64 || strings.Contains(cfg.Key, "s3cret") {
