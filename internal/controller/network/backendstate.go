@@ -134,15 +134,9 @@ func newBackendState() *backendState {
 }
 
 // waitUnlessUp returns true when the backend is up; otherwise it adds key to
-// the waiting set and returns false with the state's message ("" while the
-// first List is pending).
-func (s *backendState) waitUnlessUp(key cache.ObjectName) (up bool, message string) {
-	up, _, message = s.waitUnlessUpReason(key)
-	return up, message
-}
-
-// waitUnlessUpReason is waitUnlessUp with the waiting Networks' reason.
-func (s *backendState) waitUnlessUpReason(key cache.ObjectName) (up bool, reason, message string) {
+// the waiting set and returns false with the waiting Networks' reason and
+// the state's message ("" while the first List is pending).
+func (s *backendState) waitUnlessUp(key cache.ObjectName) (up bool, reason, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == stateUp {
@@ -163,15 +157,12 @@ func (s *backendState) waitingKeys() []cache.ObjectName {
 	return out
 }
 
-// down records the backend as down with message, key waiting for it. It
-// returns whether the state changed (the caller reports a change once) and
-// the state's message, the first failure's until it comes back up.
-func (s *backendState) down(key cache.ObjectName, obj *samplecrdv1.Network, message string) (changed bool, current string) {
-	return s.downReason(key, obj, samplecrdv1.ReasonBackendUnavailable, message)
-}
-
-// downReason is down with the waiting Networks' reason.
-func (s *backendState) downReason(key cache.ObjectName, obj *samplecrdv1.Network, reason, message string) (changed bool, current string) {
+// down records the backend as down with message, key waiting for it, and
+// reason the Ready reason of the Networks that wait (BackendUnavailable, or
+// CredentialsRefused). It returns whether the state changed (the caller
+// reports a change once) and the state's message, the first failure's until
+// it comes back up.
+func (s *backendState) down(key cache.ObjectName, obj *samplecrdv1.Network, reason, message string) (changed bool, current string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if key != (cache.ObjectName{}) {

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 )
 
 func TestKnownReplaceKeepsWhatWasSetSinceTheListStarted(t *testing.T) {
@@ -50,16 +52,16 @@ func TestKnownReplaceKeepsWhatWasSetSinceTheListStarted(t *testing.T) {
 func TestBackendStateWaitersComeBackOnce(t *testing.T) {
 	s := newBackendState()
 	a, b := cache.ObjectName{Namespace: "ns", Name: "a"}, cache.ObjectName{Namespace: "ns", Name: "b"}
-	if up, msg := s.waitUnlessUp(a); up || msg != "" {
+	if up, _, msg := s.waitUnlessUp(a); up || msg != "" {
 		t.Fatalf("before the first List: up=%v message=%q, want waiting without a message", up, msg)
 	}
-	if changed, msg := s.down(b, nil, "first"); !changed || msg != "first" {
+	if changed, msg := s.down(b, nil, samplecrdv1.ReasonBackendUnavailable, "first"); !changed || msg != "first" {
 		t.Fatalf("first failure: changed=%v message=%q", changed, msg)
 	}
-	if changed, msg := s.down(b, nil, "second"); changed || msg != "first" {
+	if changed, msg := s.down(b, nil, samplecrdv1.ReasonBackendUnavailable, "second"); changed || msg != "first" {
 		t.Fatalf("second failure: changed=%v message=%q, want no change and the first message", changed, msg)
 	}
-	if up, msg := s.waitUnlessUp(a); up || msg != "first" {
+	if up, _, msg := s.waitUnlessUp(a); up || msg != "first" {
 		t.Fatalf("while down: up=%v message=%q", up, msg)
 	}
 	waiting, wasDown, _ := s.up()
@@ -70,7 +72,7 @@ func TestBackendStateWaitersComeBackOnce(t *testing.T) {
 	if waiting, wasDown, _ := s.up(); wasDown || len(waiting) != 0 {
 		t.Fatalf("up again: waiting=%v wasDown=%v, want nothing", waiting, wasDown)
 	}
-	if up, _ := s.waitUnlessUp(a); !up {
+	if up, _, _ := s.waitUnlessUp(a); !up {
 		t.Fatal("up: a sync still waits")
 	}
 }

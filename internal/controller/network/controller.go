@@ -339,7 +339,7 @@ func (c *Controller) backendDown(ctx context.Context, cl *cloud, obj *samplecrdv
 		}
 		message = fmt.Sprintf("The network backend of %s is down, every Network using it waits for it (%sprobed with backoff, the Secret read again at each probe): %v", cl.name(), hint, err)
 	}
-	changed, message := cl.state.downReason(key, obj, reason, message)
+	changed, message := cl.state.down(key, obj, reason, message)
 	if !changed {
 		return reason, message
 	}
@@ -450,7 +450,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return c.credentialsFailed(ctx, cached, err)
 	}
-	if up, reason, message := cl.state.waitUnlessUpReason(key); !up {
+	if up, reason, message := cl.state.waitUnlessUp(key); !up {
 		return c.waitForBackend(ctx, cached, reason, message)
 	}
 	desired := Desired(cached)
@@ -622,7 +622,7 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 			return c.credentialsFailed(ctx, cached, err)
 		}
 	}
-	if up, reason, message := cl.state.waitUnlessUpReason(cache.MetaObjectToName(cached)); !up {
+	if up, reason, message := cl.state.waitUnlessUp(cache.MetaObjectToName(cached)); !up {
 		return c.waitForBackend(ctx, cached, reason, message)
 	}
 	remove, what := cl.getBackend().Delete, "Deleting"
