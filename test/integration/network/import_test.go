@@ -371,6 +371,22 @@ func TestNeutronStatusMirrorsNeutron(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// startNeutronScanned starts the manager on real Neutron as managedBy and
+// waits for its first scan; the access log it returns is marked after it.
+func (e *env) startNeutronScanned(cloud *neutrontest.Cloud, managedBy string) *neutrontest.AccessLog {
+	e.t.Helper()
+	log, err := cloud.AccessLog()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.startNeutron(managedBy, 0)
+	e.waitScans(log, managedBy, 1)
+	if err := log.Reset(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	return log
+}
+
 // waitScans waits until Neutron's access log shows k scans (Lists of ours)
 // since log's mark: taken before a manager starts, its first scan counts.
 func (e *env) waitScans(log *neutrontest.AccessLog, managedBy string, k int) {

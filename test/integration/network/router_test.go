@@ -69,15 +69,7 @@ func TestNeutronRouter(t *testing.T) {
 	e, cloud, managedBy, user := neutronUserEnv(t)
 	suffix := string(uuid.NewUUID())[:8]
 	edge := cloud.AddRouter(t, "", "edge-"+suffix)
-	log, err := cloud.AccessLog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.startNeutron(managedBy, 0)
-	e.waitScans(log, managedBy, 1)
-	if err := log.Reset(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	log := e.startNeutronScanned(cloud, managedBy)
 
 	n := newNetwork("routed", "10.51.0.0/24", "10.51.0.1")
 	n.Spec.DNSNameservers = []string{"10.51.0.53"}

@@ -109,15 +109,7 @@ func lines(reqs []neutrontest.Request) []string {
 // API server.
 func TestNeutronSettings(t *testing.T) {
 	e, cloud, managedBy, user := neutronUserEnv(t)
-	log, err := cloud.AccessLog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.startNeutron(managedBy, 0)
-	e.waitScans(log, managedBy, 1)
-	if err := log.Reset(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	log := e.startNeutronScanned(cloud, managedBy)
 
 	n := newNetwork("team-a", "10.46.0.0/24", "10.46.0.1")
 	n.Spec.Description = ptr("team a's build network")

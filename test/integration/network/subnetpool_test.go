@@ -28,15 +28,7 @@ func TestNeutronSubnetPool(t *testing.T) {
 	e, cloud, managedBy, user := neutronUserEnv(t)
 	name := "shared-" + string(uuid.NewUUID())[:8]
 	pool := cloud.AddSubnetPool(t, name, "10.62.0.0/27", 26)
-	log, err := cloud.AccessLog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.startNeutron(managedBy, 0)
-	e.waitScans(log, managedBy, 1)
-	if err := log.Reset(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	log := e.startNeutronScanned(cloud, managedBy)
 
 	n := &samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Name: "pooled-0"}, Spec: samplecrdv1.NetworkSpec{
 		SubnetPool: &samplecrdv1.SubnetPoolRef{Name: name}, PrefixLength: ptr(int32(28)), EnableDHCP: ptr(false),
