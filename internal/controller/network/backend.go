@@ -172,6 +172,16 @@ func ErrAmbiguous(ref Ref, ids []string) error {
 		"%d networks match (%s): the controller never picks one; import by networkID, or make the filter match one", len(ids), strings.Join(ids, ", ")))
 }
 
+// ErrSameName returns the error of an object named by its exact name that
+// several objects have (what: "routers", "subnet pools"), ids their IDs:
+// as for ErrAmbiguous, a permanent ReasonBackendRejected error listing
+// them, never a pick.
+func ErrSameName(op, what string, ids []string) error {
+	ids = slices.Sorted(slices.Values(ids))
+	return Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+		"%d %s have that name (%s): the controller never picks one; name it by id", len(ids), what, strings.Join(ids, ", ")))
+}
+
 // Network is a backend network as the controller sees it.
 type Network struct {
 	// UID is the UID of the Network the backend network belongs to.

@@ -467,8 +467,7 @@ func (b *Backend) resolveRouter(ref network.RouterRef) (string, error) {
 			return ids[0], nil
 		case 0:
 		default:
-			return "", network.Permanent("attach to "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
-				"%d routers have that name (%s): name one by id", len(ids), strings.Join(ids, ", ")))
+			return "", network.ErrSameName("attach to "+ref.String(), "routers", ids)
 		}
 	}
 	return "", network.Permanent("attach to "+ref.String(), samplecrdv1.ReasonRouterNotFound, fmt.Errorf(

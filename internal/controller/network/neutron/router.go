@@ -135,8 +135,7 @@ func (b *Backend) resolveRouter(ctx context.Context, ref network.RouterRef) (str
 	case 1:
 		return ids[0], nil
 	default:
-		return "", network.Permanent("attach to "+ref.String(), samplecrdv1.ReasonBackendRejected, fmt.Errorf(
-			"%d routers have that name (%s): the controller never picks one; name it by id", len(ids), strings.Join(ids, ", ")))
+		return "", network.ErrSameName("attach to "+ref.String(), "routers", ids)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/subnetpools"
@@ -62,8 +60,6 @@ func (b *Backend) resolvePool(ctx context.Context, ref network.SubnetPoolRef) (s
 		for _, p := range match {
 			ids = append(ids, p.ID)
 		}
-		slices.Sort(ids)
-		return "", 0, network.Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf(
-			"%d subnet pools have that name (%s): the controller never picks one; name it by id", len(ids), strings.Join(ids, ", ")))
+		return "", 0, network.ErrSameName(op, "subnet pools", ids)
 	}
 }
