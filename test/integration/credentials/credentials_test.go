@@ -17,32 +17,25 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kube-sample/controller-manager/internal/controller/network"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	"github.com/kube-sample/controller-manager/internal/controller/network/neutron/neutrontest"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
-	"github.com/kube-sample/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-// timeout bounds every wait: real Neutron shares its API worker with every
-// test package running at once.
-const timeout = 2 * time.Minute
-
 type env struct {
-	t      *testing.T
-	ctx    context.Context
-	kube   kubernetes.Interface
-	client versioned.Interface
+	framework.Networks
+	t    *testing.T
+	ctx  context.Context
+	kube kubernetes.Interface
 }
 
 func (e *env) secret(ns, name string, cloudsYAML []byte) {
@@ -60,46 +53,11 @@ func (e *env) secret(ns, name string, cloudsYAML []byte) {
 
 func (e *env) create(ns, name, cidr, gateway, secret string) {
 	e.t.Helper()
-	n := &samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: samplecrdv1.NetworkSpec{CIDR: cidr, Gateway: gateway}}
+	n := framework.NewNetwork(ns, name, cidr, gateway)
 	if secret != "" {
 		n.Spec.CloudCredentialsRef = &samplecrdv1.CloudCredentialsRef{SecretName: secret, CloudName: "tenant"}
 	}
-	if _, err := e.client.SamplecrdV1().Networks(ns).Create(e.ctx, n, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("creating Network %s/%s: %v", ns, name, err)
-	}
-}
-
-// waitReady waits until Network ns/name's Ready condition has status and
-// reason for its generation, and returns the Network and the condition.
-func (e *env) waitReady(ns, name string, status metav1.ConditionStatus, reason string) (*samplecrdv1.Network, *metav1.Condition) {
-	e.t.Helper()
-	var got *samplecrdv1.Network
-	var cond *metav1.Condition
-	framework.Eventually(e.t, timeout, fmt.Sprintf("Network %s/%s Ready=%s %s", ns, name, status, reason), func(ctx context.Context) (bool, error) {
-		n, err := e.client.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)
-		if c == nil || c.Status != status || c.Reason != reason || c.ObservedGeneration != n.Generation {
-			return false, fmt.Errorf("ready condition = %+v", c)
-		}
-		got, cond = n, c
-		return true, nil
-	})
-	return got, cond
-}
-
-func (e *env) waitGone(ns, name string) {
-	e.t.Helper()
-	framework.Eventually(e.t, timeout, "Network "+ns+"/"+name+" gone", func(ctx context.Context) (bool, error) {
-		_, err := e.client.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	e.Create(n)
 }
 
 // inNeutron returns the Neutron network of Network uid, read as the admin
@@ -129,7 +87,7 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	cloud.CleanupManagedBy(t, managedBy)
 	kube, nsA := framework.Setup(t)
 	nsB, nsOwn := framework.CreateNamespace(t, kube), framework.CreateNamespace(t, kube)
-	e := &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(framework.AdminConfig()))}
+	e := &env{Networks: framework.NewNetworks(t), t: t, ctx: context.Background(), kube: kube}
 	framework.InstallComponentRBAC(t, "config/network-credentials")
 
 	tenantA, tenantB := cloud.Project(t), cloud.Project(t)
@@ -180,7 +138,7 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	for _, c := range []struct {
 		ns, name, project string
 	}{{nsA, "a1", tenantA.ID}, {nsB, "b1", tenantB.ID}, {nsOwn, "own", cloud.ProjectID}} {
-		n, _ := e.waitReady(c.ns, c.name, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+		n, _ := e.WaitReady(c.ns, c.name, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 		if n.Status.Network == nil || n.Status.Network.ProjectID != c.project {
 			t.Errorf("Network %s/%s: status.network = %+v, want project %s", c.ns, c.name, n.Status.Network, c.project)
 		}
@@ -188,14 +146,14 @@ func TestCredentialsPerNetwork(t *testing.T) {
 			t.Errorf("Network %s/%s: in Neutron %+v, want network %s in project %s", c.ns, c.name, got, n.Status.NetworkID, c.project)
 		}
 	}
-	steal, cond := e.waitReady(nsB, "steal", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsNotFound)
+	steal, cond := e.WaitReady(nsB, "steal", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsNotFound)
 	if !strings.Contains(cond.Message, "Secret team-a not found in namespace "+nsB) {
 		t.Errorf("the Network naming another namespace's Secret says %q", cond.Message)
 	}
 	if got := inNeutron(t, cloud, steal.UID); got != nil {
 		t.Errorf("a network was created for it: %+v", got)
 	}
-	_, cond = e.waitReady(nsA, "no-access", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	_, cond = e.WaitReady(nsA, "no-access", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
 	if !strings.Contains(cond.Message, "in project "+fmt.Sprintf("%q", tenantB.Name)) || !strings.Contains(cond.Message, "has a role (member) on the project") {
 		t.Errorf("the Network whose user has no role on the project says %q", cond.Message)
 	}
@@ -209,7 +167,7 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	if len(reqs) != 6 {
 		t.Errorf("tenant B's user made %d Neutron requests, want 6: the List's 2 and b1's create's 4", len(reqs))
 	}
-	framework.Eventually(t, timeout, "tenant A's orphan collected", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.NeutronTimeout, "tenant A's orphan collected", func(ctx context.Context) (bool, error) {
 		return inNeutron(t, cloud, orphanA.UID) == nil, nil
 	})
 	if inNeutron(t, cloud, orphanAdmin.UID) == nil {
@@ -236,11 +194,11 @@ func TestCredentialsPerNetwork(t *testing.T) {
 		}
 		return a, b
 	}
-	framework.Eventually(t, timeout, "both tenant clouds listed after the restart", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.NeutronTimeout, "both tenant clouds listed after the restart", func(ctx context.Context) (bool, error) {
 		a, b := tenantRequests()
 		return len(a) >= 2 && len(b) >= 2, nil
 	})
-	framework.Eventually(t, timeout, "every Network synced after its cloud's List", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.NeutronTimeout, "every Network synced after its cloud's List", func(ctx context.Context) (bool, error) {
 		return queue.Idle(), nil
 	})
 	a, b := tenantRequests()
@@ -259,22 +217,22 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	if err := tenantA.User.SetPassword(e.ctx, newPassword); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "Neutron refusing A's old tokens", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.NeutronTimeout, "Neutron refusing A's old tokens", func(ctx context.Context) (bool, error) {
 		_, err := networks.List(probeA, networks.ListOpts{Name: "none"}).AllPages(ctx)
 		return err != nil, nil
 	})
 	e.create(nsA, "a2", "10.64.0.0/24", "10.64.0.1", "team-a")
-	e.waitReady(nsA, "a2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
-	e.waitReady(nsB, "b1", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.WaitReady(nsA, "a2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	e.WaitReady(nsB, "b1", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	tenantA.User.Env["OS_PASSWORD"] = newPassword
 	e.secret(nsA, "team-a", tenantA.User.CloudsYAML("tenant"))
-	n, _ := e.waitReady(nsA, "a2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	e.edit(nsA, "a1", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.60.0.254" })
+	n, _ := e.WaitReady(nsA, "a2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.Edit(nsA, "a1", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.60.0.254" })
 	if got := inNeutron(t, cloud, n.UID); got == nil || got.ProjectID != tenantA.ID {
 		t.Errorf("after the rotation, a2 in Neutron is %+v, want in project %s", got, tenantA.ID)
 	}
-	framework.Eventually(t, timeout, "a1's gateway moved in Neutron", func(ctx context.Context) (bool, error) {
-		n, err := e.client.SamplecrdV1().Networks(nsA).Get(ctx, "a1", metav1.GetOptions{})
+	framework.Eventually(t, framework.NeutronTimeout, "a1's gateway moved in Neutron", func(ctx context.Context) (bool, error) {
+		n, err := e.Client.SamplecrdV1().Networks(nsA).Get(ctx, "a1", metav1.GetOptions{})
 		if err != nil || n.Status.Subnet == nil {
 			return false, err
 		}
@@ -288,32 +246,32 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	if err := tenantB.User.Delete(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "Neutron refusing B's tokens", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, framework.NeutronTimeout, "Neutron refusing B's tokens", func(ctx context.Context) (bool, error) {
 		_, err := networks.List(probe, networks.ListOpts{Name: "none"}).AllPages(ctx)
 		return err != nil, nil
 	})
 	e.create(nsB, "b2", "10.65.0.0/24", "10.65.0.1", "team-b")
 	e.create(nsA, "a3", "10.66.0.0/24", "10.66.0.1", "team-a")
 	e.create(nsOwn, "own2", "10.67.0.0/24", "10.67.0.1", "")
-	_, cond = e.waitReady(nsB, "b2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	_, cond = e.WaitReady(nsB, "b2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
 	if !strings.Contains(cond.Message, tenantB.User.Env["OS_USERNAME"]) || !strings.Contains(cond.Message, "401") {
 		t.Errorf("b2's message %q does not name B's user and Keystone's 401", cond.Message)
 	}
 	if strings.Contains(cond.Message, tenantB.User.Env["OS_PASSWORD"]) {
 		t.Errorf("b2's message quotes the password")
 	}
-	e.waitReady(nsA, "a3", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	e.waitReady(nsOwn, "own2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.WaitReady(nsA, "a3", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.WaitReady(nsOwn, "own2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	if got := inNeutron(t, cloud, n.UID); got == nil {
 		t.Errorf("a2's network went")
 	}
 
 	// Deleting A's Networks deletes their networks in A's project.
 	for _, name := range []string{"a1", "a2", "a3"} {
-		if err := e.client.SamplecrdV1().Networks(nsA).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := e.Client.SamplecrdV1().Networks(nsA).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		e.waitGone(nsA, name)
+		e.WaitGone(nsA, name)
 	}
 	for _, nt := range cloud.Networks(t, cloud.Admin(t), neutron.ManagedByTagPrefix+managedBy) {
 		if nt.ProjectID == tenantA.ID {
@@ -339,21 +297,4 @@ func validatedToken(t *testing.T, env map[string]string) *gophercloud.ServiceCli
 		t.Fatal(err)
 	}
 	return probe
-}
-
-// edit changes Network ns/name as change says, retrying conflicts.
-func (e *env) edit(ns, name string, change func(*samplecrdv1.Network)) {
-	e.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := e.client.SamplecrdV1().Networks(ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(cur)
-		_, err = e.client.SamplecrdV1().Networks(ns).Update(e.ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("editing Network %s/%s: %v", ns, name, err)
-	}
 }

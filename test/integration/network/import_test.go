@@ -79,7 +79,7 @@ func TestNeutronImportByID(t *testing.T) {
 	}
 
 	// Managed: adopted (tagged), then the gateway the spec asks for.
-	if err := log.Reset(e.ctx); err != nil {
+	if err := log.Reset(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.create(importByID("adopted", adopted.ID, "", "", ""))
@@ -90,7 +90,7 @@ func TestNeutronImportByID(t *testing.T) {
 		t.Errorf("%d requests to bind a Managed Network, want at most %d: %v", len(bind), maxRequestsPerAdopt, bind)
 	}
 	e.waitEvent("adopted", corev1.EventTypeNormal, network.ReasonAdopted, adopted.ID)
-	got, err := networks.Get(e.ctx, admin, adopted.ID).Extract()
+	got, err := networks.Get(e.Ctx, admin, adopted.ID).Extract()
 	if err != nil || !slices.Contains(got.Tags, neutron.ManagedByTagPrefix+managedBy) || !slices.Contains(got.Tags, neutron.UIDTagPrefix+string(n.UID)) {
 		t.Errorf("the adopted network = %+v, %v; want our tags on it", got, err)
 	}
@@ -106,18 +106,18 @@ func TestNeutronImportByID(t *testing.T) {
 	if c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady); !strings.Contains(c.Message, "another controller manages it") {
 		t.Errorf("Ready = %+v, want it to say another controller manages the network", c)
 	}
-	if got, err := networks.Get(e.ctx, admin, others.ID).Extract(); err != nil || len(got.Tags) != 1 {
+	if got, err := networks.Get(e.Ctx, admin, others.ID).Extract(); err != nil || len(got.Tags) != 1 {
 		t.Errorf("another controller's network = %+v, %v; want it untouched", got, err)
 	}
 
 	// The observed network deleted behind the Network's back: reported,
 	// never recreated.
-	if err := networks.Delete(e.ctx, admin, observed.ID).ExtractErr(); err != nil {
+	if err := networks.Delete(e.Ctx, admin, observed.ID).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
 	e.edit("observed", func(n *samplecrdv1.Network) { n.Labels = map[string]string{"look": "again"} })
 	e.waitReady("observed", metav1.ConditionFalse, samplecrdv1.ReasonImportNotFound)
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "observed", metav1.DeleteOptions{}); err != nil {
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "observed", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("observed")
@@ -152,12 +152,12 @@ func TestNeutronDetachSurvivesRestartAndGC(t *testing.T) {
 	e.create(n)
 	ready := e.waitReady("left", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	t.Cleanup(func() { _ = networks.Delete(context.Background(), admin, ready.Status.NetworkID).ExtractErr() })
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "left", metav1.DeleteOptions{}); err != nil {
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "left", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("left")
 	e.waitEvent("left", corev1.EventTypeNormal, network.ReasonDetached, "left as they are")
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	log, err := cloud.AccessLog()
@@ -178,7 +178,7 @@ func TestNeutronDetachSurvivesRestartAndGC(t *testing.T) {
 		}
 		return lists >= 2*scanRequests, nil
 	})
-	got, err := networks.Get(e.ctx, admin, ready.Status.NetworkID).Extract()
+	got, err := networks.Get(e.Ctx, admin, ready.Status.NetworkID).Extract()
 	if err != nil {
 		t.Fatalf("the detached network is gone: %v", err)
 	}
@@ -234,7 +234,7 @@ func TestNeutronRestartWithImportsRequests(t *testing.T) {
 		names = append(names, o.Name)
 	}
 	e.waitAllReady(names)
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -273,8 +273,8 @@ func TestNeutronRestartWithImportsRequests(t *testing.T) {
 			t.Errorf("a restart with converged Networks wrote %s", r)
 		}
 	}
-	if w := e.writes.Writes(""); w != 0 {
-		t.Errorf("API writes after a restart with converged Networks = %d, want 0 (%s)", w, e.writes)
+	if w := e.Writes.Writes(""); w != 0 {
+		t.Errorf("API writes after a restart with converged Networks = %d, want 0 (%s)", w, e.Writes)
 	}
 }
 
@@ -286,7 +286,7 @@ func scanned(reqs []neutrontest.Request) []neutrontest.Request {
 
 // waitAllReady waits until every Network of names is Ready=True.
 func (e *env) waitAllReady(names []string) {
-	e.t.Helper()
+	e.T.Helper()
 	for _, name := range names {
 		e.waitReady(name, metav1.ConditionTrue, "")
 	}
@@ -314,15 +314,15 @@ func TestNeutronStatusMirrorsNeutron(t *testing.T) {
 			external.NetworkExternalExt
 			mtu.NetworkMTUExt
 		}
-		if err := networks.Get(e.ctx, admin, n.Status.NetworkID).ExtractInto(&want); err != nil {
+		if err := networks.Get(e.Ctx, admin, n.Status.NetworkID).ExtractInto(&want); err != nil {
 			t.Fatal(err)
 		}
-		sub, err := subnets.Get(e.ctx, admin, n.Status.SubnetID).Extract()
+		sub, err := subnets.Get(e.Ctx, admin, n.Status.SubnetID).Extract()
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := framework.WaitObject(t, name+"'s status.network and status.subnet", func(ctx context.Context) (*samplecrdv1.Network, error) {
-			return e.client.SamplecrdV1().Networks(e.ns).Get(ctx, name, metav1.GetOptions{})
+			return e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, name, metav1.GetOptions{})
 		}, func(n *samplecrdv1.Network) error {
 			if n.Status.Network == nil || n.Status.Subnet == nil {
 				return fmt.Errorf("status = %+v", n.Status)
@@ -349,18 +349,18 @@ func TestNeutronStatusMirrorsNeutron(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.writes.Reset()
+	e.Writes.Reset()
 	e.waitScans(log, managedBy, 2)
-	if w := e.writes.Writes(""); w != 0 {
-		t.Errorf("two scans of converged Networks made %d API writes, want none (%s)", w, e.writes)
+	if w := e.Writes.Writes(""); w != 0 {
+		t.Errorf("two scans of converged Networks made %d API writes, want none (%s)", w, e.Writes)
 	}
 
 	// Renamed by the admin: shown after the next scan, with the new revision.
-	if _, err := networks.Update(e.ctx, admin, observed.ID, networks.UpdateOpts{Name: ptr("status-observed-renamed")}).Extract(); err != nil {
+	if _, err := networks.Update(e.Ctx, admin, observed.ID, networks.UpdateOpts{Name: ptr("status-observed-renamed")}).Extract(); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitObject(t, "the rename in status.network", func(ctx context.Context) (*samplecrdv1.Network, error) {
-		return e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "observed", metav1.GetOptions{})
+		return e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, "observed", metav1.GetOptions{})
 	}, func(n *samplecrdv1.Network) error {
 		if n.Status.Network == nil || n.Status.Network.Name != "status-observed-renamed" || n.Status.Network.RevisionNumber <= int64(observed.RevisionNumber) {
 			return fmt.Errorf("status.network = %+v", n.Status.Network)
@@ -374,15 +374,15 @@ func ptr[T any](v T) *T { return &v }
 // startNeutronScanned starts the manager on real Neutron as managedBy and
 // waits for its first scan; the access log it returns is marked after it.
 func (e *env) startNeutronScanned(cloud *neutrontest.Cloud, managedBy string) *neutrontest.AccessLog {
-	e.t.Helper()
+	e.T.Helper()
 	log, err := cloud.AccessLog()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	e.startNeutron(managedBy, 0)
 	e.waitScans(log, managedBy, 1)
-	if err := log.Reset(e.ctx); err != nil {
-		e.t.Fatal(err)
+	if err := log.Reset(e.Ctx); err != nil {
+		e.T.Fatal(err)
 	}
 	return log
 }
@@ -390,8 +390,8 @@ func (e *env) startNeutronScanned(cloud *neutrontest.Cloud, managedBy string) *n
 // waitScans waits until Neutron's access log shows k scans (Lists of ours)
 // since log's mark: taken before a manager starts, its first scan counts.
 func (e *env) waitScans(log *neutrontest.AccessLog, managedBy string, k int) {
-	e.t.Helper()
-	framework.Eventually(e.t, timeout, fmt.Sprintf("%d scans", k), func(ctx context.Context) (bool, error) {
+	e.T.Helper()
+	framework.Eventually(e.T, timeout, fmt.Sprintf("%d scans", k), func(ctx context.Context) (bool, error) {
 		reqs, err := log.Requests(ctx, "")
 		if err != nil {
 			return false, err

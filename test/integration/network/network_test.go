@@ -20,8 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/internal/controller/network"
@@ -35,114 +33,76 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-// timeout bounds every wait. Real Neutron shares one API worker with every
-// test package running at once, and a request of it can take its whole
-// 30s timeout before the retry goes through.
-const timeout = 2 * time.Minute
+// timeout bounds every wait on real Neutron.
+const timeout = framework.NeutronTimeout
 
+// env is a test's namespace and its manager running the network controller
+// on backend (the memory backend unless startNeutron says otherwise).
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	kube    kubernetes.Interface
-	client  versioned.Interface
-	ns      string
+	*framework.Env
+	nets    framework.Networks
 	backend network.Backend
-	m       *framework.Manager
-	writes  *framework.RequestCounter
 }
 
 // newEnv gives the test a namespace of its own and clients.
 func newEnv(t *testing.T) *env {
 	kube, ns := framework.Setup(t)
-	return &env{t: t, ctx: context.Background(), kube: kube, client: versioned.NewForConfigOrDie(framework.Config(framework.AdminConfig())), ns: ns}
+	e := &env{Env: &framework.Env{T: t, Ctx: context.Background(), Client: kube, NS: ns, Controllers: []string{"network"}}, nets: framework.NewNetworks(t)}
+	e.Opts = []func(*app.Options){func(o *app.Options) { o.NetworkBackend = e.backend }}
+	return e
 }
 
 func setup(t *testing.T, backend network.Backend, mutate ...func(*app.Options)) *env {
 	e := newEnv(t)
 	e.backend = backend
-	e.start(mutate...)
+	e.Start(mutate...)
 	return e
 }
 
-func (e *env) start(mutate ...func(*app.Options)) {
-	o := framework.ControllerOptions(e.ns, "network")
-	o.NetworkBackend = e.backend
-	for _, f := range mutate {
-		f(o)
-	}
-	c, counter := framework.CountRequests(framework.AdminConfig())
-	e.writes = counter
-	e.m = framework.StartManager(e.t, c, o)
-}
-
 func newNetwork(name, cidr, gateway string) *samplecrdv1.Network {
-	return &samplecrdv1.Network{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       samplecrdv1.NetworkSpec{CIDR: cidr, Gateway: gateway},
-	}
+	return framework.NewNetwork("", name, cidr, gateway)
 }
 
 func (e *env) create(n *samplecrdv1.Network) *samplecrdv1.Network {
-	e.t.Helper()
-	out, err := e.client.SamplecrdV1().Networks(e.ns).Create(e.ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating network %s: %v", n.Name, err)
-	}
-	return out
+	e.T.Helper()
+	n.Namespace = e.NS
+	return e.nets.Create(n)
 }
 
 // waitReady waits until the Network's Ready condition has status and reason
 // (reason "" = any) for its current generation, and returns the Network.
 func (e *env) waitReady(name string, status metav1.ConditionStatus, reason string) *samplecrdv1.Network {
-	e.t.Helper()
-	var got *samplecrdv1.Network
-	framework.Eventually(e.t, timeout, fmt.Sprintf("network %s Ready=%s %s", name, status, reason), func(ctx context.Context) (bool, error) {
-		n, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)
-		if c == nil || c.Status != status || (reason != "" && c.Reason != reason) || c.ObservedGeneration != n.Generation {
-			return false, fmt.Errorf("ready condition = %+v", c)
-		}
-		got = n
-		return true, nil
-	})
-	return got
+	e.T.Helper()
+	n, _ := e.nets.WaitReady(e.NS, name, status, reason)
+	return n
 }
 
 func (e *env) waitGone(name string) {
-	e.t.Helper()
-	framework.Eventually(e.t, timeout, "network "+name+" gone", func(ctx context.Context) (bool, error) {
-		_, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	e.T.Helper()
+	e.nets.WaitGone(e.NS, name)
 }
 
 // deleteWhileStopped stops the manager, deletes Network name, checks that
 // the finalizer holds it while nothing runs, restarts the manager with
 // start and waits until the Network is gone.
 func (e *env) deleteWhileStopped(name string, start func()) {
-	e.t.Helper()
-	if err := e.m.Stop(); err != nil {
-		e.t.Fatal(err)
+	e.T.Helper()
+	if err := e.M.Stop(); err != nil {
+		e.T.Fatal(err)
 	}
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
-		e.t.Fatal(err)
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, name, metav1.DeleteOptions{}); err != nil {
+		e.T.Fatal(err)
 	}
-	if _, err := e.client.SamplecrdV1().Networks(e.ns).Get(e.ctx, name, metav1.GetOptions{}); err != nil {
-		e.t.Fatalf("the finalizer did not hold Network %s while the manager was down: %v", name, err)
+	if _, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(e.Ctx, name, metav1.GetOptions{}); err != nil {
+		e.T.Fatalf("the finalizer did not hold Network %s while the manager was down: %v", name, err)
 	}
 	start()
 	e.waitGone(name)
 }
 
 func (e *env) waitEvent(name, eventType, reason, msg string) {
-	e.t.Helper()
-	framework.WaitEvent(e.t, e.kube, timeout, e.ns, "Network", name, eventType, reason, msg)
+	e.T.Helper()
+	framework.WaitEvent(e.T, e.Client, timeout, e.NS, "Network", name, eventType, reason, msg)
 }
 
 func TestSeedNetworkLifecycle(t *testing.T) {
@@ -151,7 +111,7 @@ func TestSeedNetworkLifecycle(t *testing.T) {
 	created := e.create(framework.SeedNetwork(t))
 
 	n := e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	got, err := mem.Get(e.ctx, created.UID)
+	got, err := mem.Get(e.Ctx, created.UID)
 	if err != nil {
 		t.Fatalf("backend has no network for the seed's Network: %v", err)
 	}
@@ -181,11 +141,11 @@ func TestSeedNetworkLifecycle(t *testing.T) {
 	e.waitReady("example-network", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 
 	// Delete -> backend empty, object gone.
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "example-network", metav1.DeleteOptions{}); err != nil {
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "example-network", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("example-network")
-	if _, err := mem.Get(e.ctx, created.UID); !network.IsNotFound(err) {
+	if _, err := mem.Get(e.Ctx, created.UID); !network.IsNotFound(err) {
 		t.Errorf("backend still has the network after delete: %v", err)
 	}
 	if objs := mem.Objects(); len(objs) != 0 {
@@ -212,30 +172,30 @@ func TestDeleteWhileStoppedAndRestartWritesNothing(t *testing.T) {
 	b := e.create(newNetwork("b", "10.2.0.0/24", "10.2.0.1"))
 	e.waitReady("a", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	e.waitReady("b", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	// Restart with converged state: no backend write, no API write.
 	before := mem.Stats()
-	e.start()
+	e.Start()
 	framework.Eventually(t, timeout, "both Networks re-checked", func(context.Context) (bool, error) {
-		return e.m.CountLogs("Synced") >= 2, nil
+		return e.M.CountLogs("Synced") >= 2, nil
 	})
 	if w := mem.Stats().Writes() - before.Writes(); w != 0 {
 		t.Errorf("backend writes after a restart with converged state = %d, want 0", w)
 	}
-	if w := e.writes.Writes(""); w != 0 {
-		t.Errorf("API writes after a restart with converged state = %d, want 0 (%s)", w, e.writes)
+	if w := e.Writes.Writes(""); w != 0 {
+		t.Errorf("API writes after a restart with converged state = %d, want 0 (%s)", w, e.Writes)
 	}
 
 	// Delete while the controller is stopped: the finalizer holds the
 	// Network, and the restarted controller cleans up.
-	e.deleteWhileStopped("a", func() { e.start() })
-	if _, err := mem.Get(e.ctx, a.UID); !network.IsNotFound(err) {
+	e.deleteWhileStopped("a", func() { e.Start() })
+	if _, err := mem.Get(e.Ctx, a.UID); !network.IsNotFound(err) {
 		t.Errorf("backend network of a deleted Network remains: %v", err)
 	}
-	if _, err := mem.Get(e.ctx, b.UID); err != nil {
+	if _, err := mem.Get(e.Ctx, b.UID); err != nil {
 		t.Errorf("backend network of b lost: %v", err)
 	}
 }
@@ -265,23 +225,23 @@ func TestPermanentErrorWarnsWithoutHotLoop(t *testing.T) {
 	e.waitEvent("overlap", corev1.EventTypeWarning, samplecrdv1.ReasonCIDROverlap, "10.4")
 	t.Logf("permanent error: %s", meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady).Message)
 	// No hot loop: not retried as an error.
-	if k := e.m.CountLogs("Error syncing"); k != 0 {
+	if k := e.M.CountLogs("Error syncing"); k != 0 {
 		t.Errorf("a permanent error was retried %d times with error backoff", k)
 	}
 
 	// Fixing the spec side: the other Network goes, this one converges.
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "first", metav1.DeleteOptions{}); err != nil {
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "first", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("first")
 	// The permanent retry is minutes away; an edit (here a label) requeues at once.
 	framework.Eventually(t, timeout, "label the Network", func(ctx context.Context) (bool, error) {
-		n, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "overlap", metav1.GetOptions{})
+		n, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, "overlap", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		n.Labels = map[string]string{"retry": "now"}
-		_, err = e.client.SamplecrdV1().Networks(e.ns).Update(ctx, n, metav1.UpdateOptions{})
+		_, err = e.nets.Client.SamplecrdV1().Networks(e.NS).Update(ctx, n, metav1.UpdateOptions{})
 		return err == nil, err
 	})
 	e.waitReady("overlap", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
@@ -292,7 +252,7 @@ func TestOrphansCollectedForeignUntouched(t *testing.T) {
 	foreignID := mem.AddForeign("ops-managed", "172.16.0.0/24", "172.16.0.1")
 	e := newEnv(t)
 	e.backend = mem
-	ns := e.ns
+	ns := e.NS
 	// An orphan: ours (marked with a UID), but its Network is gone.
 	if _, err := mem.Create(context.Background(), network.Network{UID: "00000000-0000-4000-8000-00000000beef",
 		Namespace: ns, Name: "deleted-long-ago", CIDR: "10.9.0.0/24", Gateway: "10.9.0.1"}); err != nil {
@@ -303,14 +263,14 @@ func TestOrphansCollectedForeignUntouched(t *testing.T) {
 		Namespace: "other-namespace", Name: "theirs", CIDR: "10.8.0.0/24", Gateway: "10.8.0.1"}); err != nil {
 		t.Fatal(err)
 	}
-	e.start()
+	e.Start()
 	e.create(newNetwork("live", "10.5.0.0/24", "10.5.0.1"))
 	e.waitReady("live", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	framework.Eventually(t, timeout, "the orphan collected", func(ctx context.Context) (bool, error) {
 		_, err := mem.Get(ctx, "00000000-0000-4000-8000-00000000beef")
 		return network.IsNotFound(err), nil
 	})
-	if _, err := mem.Get(e.ctx, "00000000-0000-4000-8000-00000000cafe"); err != nil {
+	if _, err := mem.Get(e.Ctx, "00000000-0000-4000-8000-00000000cafe"); err != nil {
 		t.Errorf("a backend network of another namespace was collected: %v", err)
 	}
 	found := false
@@ -460,19 +420,8 @@ func TestImportSpecsRejectedByTheAPIServer(t *testing.T) {
 // edit changes the Network name as change says, reading it again when the
 // controller wrote it in between (409 Conflict).
 func (e *env) edit(name string, change func(*samplecrdv1.Network)) {
-	e.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(cur)
-		_, err = e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("editing network %s: %v", name, err)
-	}
+	e.T.Helper()
+	e.nets.Edit(e.NS, name, change)
 }
 
 // neutronEnv is an env for a manager on the real OpenStack: the
@@ -489,7 +438,7 @@ func neutronEnv(t *testing.T) (*env, *neutrontest.Cloud, string) {
 // startNeutron starts the manager with --network-backend=neutron (gc: the
 // --network-gc-interval; 0 for the default).
 func (e *env) startNeutron(managedBy string, gc time.Duration) {
-	e.start(func(o *app.Options) {
+	e.Start(func(o *app.Options) {
 		o.NetworkBackend = nil
 		o.NetworkBackendName = "neutron"
 		o.NeutronManagedBy = managedBy
@@ -514,11 +463,11 @@ func TestNeutronBackend(t *testing.T) {
 	// gone), and an operator's network with the very name ours will get.
 	orphanUID := types.UID(uuid.NewUUID())
 	seeded := cloud.Backend(t, neutron.Options{ManagedBy: managedBy})
-	if _, err := seeded.Create(e.ctx, network.Network{UID: orphanUID, Namespace: e.ns, Name: "deleted-long-ago",
+	if _, err := seeded.Create(e.Ctx, network.Network{UID: orphanUID, Namespace: e.NS, Name: "deleted-long-ago",
 		CIDR: "10.9.0.0/24", Gateway: "10.9.0.1"}); err != nil {
 		t.Fatal(err)
 	}
-	foreign := cloud.AddNetwork(t, "", network.DisplayName(e.ns, "example-network"), "172.18.0.0/24", "172.18.0.1")
+	foreign := cloud.AddNetwork(t, "", network.DisplayName(e.NS, "example-network"), "172.18.0.0/24", "172.18.0.1")
 	// In another project, a network carrying our very tags, as if ours and
 	// orphaned: the member-only user cannot see it, so it is not collected.
 	elsewhere := cloud.AddNetwork(t, cloud.AdminProjectID, "k8s-elsewhere", "172.19.0.0/24", "172.19.0.1",
@@ -555,7 +504,7 @@ func TestNeutronBackend(t *testing.T) {
 	// Restart with converged state: no Neutron write (revisions unchanged),
 	// no API write. A second orphan collected after the restart shows a
 	// backend scan ran too.
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	netBefore, subBefore := nets[0].RevisionNumber, subs[0].RevisionNumber
@@ -565,13 +514,13 @@ func TestNeutronBackend(t *testing.T) {
 		netBefore = got[0].RevisionNumber
 	}
 	second := types.UID(uuid.NewUUID())
-	if _, err := seeded.Create(e.ctx, network.Network{UID: second, Namespace: e.ns, Name: "also-gone",
+	if _, err := seeded.Create(e.Ctx, network.Network{UID: second, Namespace: e.NS, Name: "also-gone",
 		CIDR: "10.9.1.0/24", Gateway: "10.9.1.1"}); err != nil {
 		t.Fatal(err)
 	}
 	start()
 	framework.Eventually(t, timeout, "the Network re-checked and a backend scan done", func(ctx context.Context) (bool, error) {
-		return e.m.CountLogs("Synced") >= 1 && len(cloud.Networks(t, member, neutron.UIDTagPrefix+string(second))) == 0, nil
+		return e.M.CountLogs("Synced") >= 1 && len(cloud.Networks(t, member, neutron.UIDTagPrefix+string(second))) == 0, nil
 	})
 	after := cloud.Networks(t, member, ours)
 	if len(after) != 1 || after[0].RevisionNumber != netBefore {
@@ -580,8 +529,8 @@ func TestNeutronBackend(t *testing.T) {
 	if s := cloud.Subnets(t, member, nets[0].ID); len(s) != 1 || s[0].RevisionNumber != subBefore {
 		t.Errorf("Neutron subnet after a restart: %+v, want revision %d (no write)", s, subBefore)
 	}
-	if w := e.writes.Writes(""); w != 0 {
-		t.Errorf("API writes after a restart with converged state = %d, want 0 (%s)", w, e.writes)
+	if w := e.Writes.Writes(""); w != 0 {
+		t.Errorf("API writes after a restart with converged state = %d, want 0 (%s)", w, e.Writes)
 	}
 
 	// Delete while the manager is stopped: the finalizer holds the Network,
@@ -591,12 +540,12 @@ func TestNeutronBackend(t *testing.T) {
 		t.Errorf("Neutron networks of ours after the delete: %+v", left)
 	}
 
-	if got, err := networks.Get(e.ctx, cloud.Admin(t), elsewhere.ID).Extract(); err != nil || got.RevisionNumber != elsewhere.RevisionNumber {
+	if got, err := networks.Get(e.Ctx, cloud.Admin(t), elsewhere.ID).Extract(); err != nil || got.RevisionNumber != elsewhere.RevisionNumber {
 		t.Errorf("the other project's network tagged like ours = %+v, %v; want it untouched", got, err)
 	}
 
 	// The operator's network of the same name: untouched throughout.
-	got, err := networks.Get(e.ctx, member, foreign.ID).Extract()
+	got, err := networks.Get(e.Ctx, member, foreign.ID).Extract()
 	if err != nil || got.RevisionNumber != foreign.RevisionNumber || len(got.Tags) != 0 {
 		t.Errorf("the operator's network = %+v, %v; want it unchanged (revision %d, no tags)", got, err, foreign.RevisionNumber)
 	}
@@ -619,11 +568,11 @@ func TestNeutronRefusalIsClear(t *testing.T) {
 		t.Errorf("Ready message %q does not carry Neutron's answer", c.Message)
 	}
 	e.waitEvent("refused", corev1.EventTypeWarning, samplecrdv1.ReasonBackendRejected, "InvalidInput")
-	if k := e.m.CountLogs("Error syncing"); k != 0 {
+	if k := e.M.CountLogs("Error syncing"); k != 0 {
 		t.Errorf("a permanent error was retried %d times with error backoff", k)
 	}
 	framework.Eventually(t, timeout, "the refusal in the log at the default verbosity", func(context.Context) (bool, error) {
-		for _, l := range e.m.LogLines() {
+		for _, l := range e.M.LogLines() {
 			if l.Verbosity == 0 && strings.Contains(fmt.Sprint(l.WithKVList, l.ParameterKVList), "InvalidInput") {
 				return true, nil
 			}
@@ -648,11 +597,11 @@ func TestBackendDriftRepaired(t *testing.T) {
 	e := setup(t, mem, func(o *app.Options) { o.NetworkGCInterval = 200 * time.Millisecond })
 	n := e.create(newNetwork("drifty", "10.10.0.0/24", "10.10.0.1"))
 	e.waitReady("drifty", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	got, err := mem.Get(e.ctx, n.UID)
+	got, err := mem.Get(e.Ctx, n.UID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mem.Delete(e.ctx, *got); err != nil {
+	if err := mem.Delete(e.Ctx, *got); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, timeout, "the backend network recreated", func(ctx context.Context) (bool, error) {
@@ -660,7 +609,7 @@ func TestBackendDriftRepaired(t *testing.T) {
 		return err == nil && again.SubnetID != "" && again.NetworkID != got.NetworkID, nil
 	})
 	framework.Eventually(t, timeout, "status pointing at the new backend network", func(ctx context.Context) (bool, error) {
-		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "drifty", metav1.GetOptions{})
+		cur, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, "drifty", metav1.GetOptions{})
 		return err == nil && cur.Status.NetworkID != got.NetworkID, err
 	})
 }
@@ -674,7 +623,7 @@ func TestStatusWriteFailureNeverDuplicates(t *testing.T) {
 	var failed atomic.Int32
 	e := newEnv(t)
 	e.backend = mem
-	o := framework.ControllerOptions(e.ns, "network")
+	o := framework.ControllerOptions(e.NS, "network")
 	o.NetworkBackend = mem
 	c := framework.Intercept(framework.AdminConfig(), func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
 		if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/status") && failed.Add(1) <= 3 {
@@ -682,7 +631,7 @@ func TestStatusWriteFailureNeverDuplicates(t *testing.T) {
 		}
 		return next.RoundTrip(req)
 	})
-	e.m = framework.StartManager(t, c, o)
+	e.M = framework.StartManager(t, c, o)
 	n := e.create(newNetwork("once", "10.11.0.0/24", "10.11.0.1"))
 	e.waitReady("once", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	if failed.Load() < 3 {

@@ -127,7 +127,7 @@ func TestNeutronRestartRequests(t *testing.T) {
 	for i := range n {
 		ready[i] = e.waitReady(fmt.Sprintf("net-%02d", i), metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	}
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -135,10 +135,10 @@ func TestNeutronRestartRequests(t *testing.T) {
 	// take every other address), net-01's network goes.
 	admin := cloud.Admin(t)
 	gw := "" // null
-	if _, err := subnets.Update(e.ctx, admin, ready[0].Status.SubnetID, subnets.UpdateOpts{GatewayIP: &gw}).Extract(); err != nil {
+	if _, err := subnets.Update(e.Ctx, admin, ready[0].Status.SubnetID, subnets.UpdateOpts{GatewayIP: &gw}).Extract(); err != nil {
 		t.Fatal(err)
 	}
-	if err := networks.Delete(e.ctx, admin, ready[1].Status.NetworkID).ExtractErr(); err != nil {
+	if err := networks.Delete(e.Ctx, admin, ready[1].Status.NetworkID).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -149,14 +149,14 @@ func TestNeutronRestartRequests(t *testing.T) {
 	queue := framework.MarkQueue(network.Name)
 	e.startNeutron(managedBy, 0)
 	framework.Eventually(t, timeout, "every Network synced again, the drift repaired", func(ctx context.Context) (bool, error) {
-		if e.m.CountLogs("Synced") < n {
-			return false, fmt.Errorf("%d syncs", e.m.CountLogs("Synced"))
+		if e.M.CountLogs("Synced") < n {
+			return false, fmt.Errorf("%d syncs", e.M.CountLogs("Synced"))
 		}
 		s, err := subnets.Get(ctx, admin, ready[0].Status.SubnetID).Extract()
 		if err != nil || s.GatewayIP != "10.41.0.1" {
 			return false, fmt.Errorf("net-00's subnet: %+v, %v", s, err)
 		}
-		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "net-01", metav1.GetOptions{})
+		cur, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, "net-01", metav1.GetOptions{})
 		if err != nil || cur.Status.NetworkID == ready[1].Status.NetworkID || cur.Status.SubnetID == "" {
 			return false, fmt.Errorf("net-01's status: %+v, %v", cur.Status, err)
 		}
@@ -183,7 +183,7 @@ func TestNeutronRestartRequests(t *testing.T) {
 		t.Errorf("%d requests to repair 2 Networks, want at most %d: %v", len(repairs), want, repairs)
 	}
 	checkFiltered(t, reqs)
-	if w := e.writes.Writes(""); w > 2*2 {
-		t.Errorf("API writes after the restart = %d, want only the repaired Networks' status (%s)", w, e.writes)
+	if w := e.Writes.Writes(""); w > 2*2 {
+		t.Errorf("API writes after the restart = %d, want only the repaired Networks' status (%s)", w, e.Writes)
 	}
 }

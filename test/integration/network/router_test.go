@@ -46,10 +46,10 @@ func interfaces(t *testing.T, cloud *neutrontest.Cloud, router string) map[strin
 // waitInterface waits until router has an interface on subnet (want) or
 // none, and returns its port.
 func (e *env) waitInterface(cloud *neutrontest.Cloud, router, subnet string, want bool) string {
-	e.t.Helper()
+	e.T.Helper()
 	var port string
-	framework.Eventually(e.t, timeout, fmt.Sprintf("router %s with an interface on %s: %v", router, subnet, want), func(context.Context) (bool, error) {
-		port = interfaces(e.t, cloud, router)[subnet]
+	framework.Eventually(e.T, timeout, fmt.Sprintf("router %s with an interface on %s: %v", router, subnet, want), func(context.Context) (bool, error) {
+		port = interfaces(e.T, cloud, router)[subnet]
 		return (port != "") == want, nil
 	})
 	return port
@@ -97,12 +97,12 @@ func TestNeutronRouter(t *testing.T) {
 		{"gateway moved", func(n *samplecrdv1.Network) { n.Spec.Gateway = "10.51.0.254" }, "the gateway cannot change while the subnet is attached to a router"},
 		{"router switched", func(n *samplecrdv1.Network) { n.Spec.Router = &samplecrdv1.RouterRef{Name: "other"} }, "remove spec.router (the interface is removed), then set the new router"},
 	} {
-		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(e.ctx, "routed", metav1.GetOptions{})
+		cur, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(e.Ctx, "routed", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tc.change(cur)
-		_, err = e.client.SamplecrdV1().Networks(e.ns).Update(e.ctx, cur, metav1.UpdateOptions{})
+		_, err = e.nets.Client.SamplecrdV1().Networks(e.NS).Update(e.Ctx, cur, metav1.UpdateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want Invalid saying %q", tc.name, err, tc.want)
 		}
@@ -110,19 +110,19 @@ func TestNeutronRouter(t *testing.T) {
 
 	// Removed behind the controller's back while it is stopped: the
 	// restart's List finds it and the interface is added again.
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := routers.RemoveInterface(e.ctx, cloud.Admin(t), edge, routers.RemoveInterfaceOpts{SubnetID: got.Status.SubnetID}).Extract(); err != nil {
+	if _, err := routers.RemoveInterface(e.Ctx, cloud.Admin(t), edge, routers.RemoveInterfaceOpts{SubnetID: got.Status.SubnetID}).Extract(); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.Reset(e.ctx); err != nil {
+	if err := log.Reset(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.startNeutron(managedBy, 0)
 	newPort := e.waitInterface(cloud, edge, got.Status.SubnetID, true)
 	framework.Eventually(t, timeout, "status.router shows the new interface", func(ctx context.Context) (bool, error) {
-		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "routed", metav1.GetOptions{})
+		cur, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, "routed", metav1.GetOptions{})
 		return err == nil && cur.Status.Router != nil && cur.Status.Router.PortID == newPort, err
 	})
 	restart := requests(t, log, user)
@@ -160,14 +160,14 @@ func TestNeutronRouter(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, "routed", metav1.GetOptions{})
+		cur, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, "routed", metav1.GetOptions{})
 		return err == nil && cur.Status.Router == nil && !slices.ContainsFunc(s.Tags, func(t string) bool { return strings.HasPrefix(t, neutron.RouterTagPrefix) }), err
 	})
 
 	// By name, then deleted: the interface goes first, then the subnet.
 	e.edit("routed", func(n *samplecrdv1.Network) { n.Spec.Router = &samplecrdv1.RouterRef{Name: "edge-" + suffix} })
 	e.waitInterface(cloud, edge, got.Status.SubnetID, true)
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "routed", metav1.DeleteOptions{}); err != nil {
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "routed", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("routed")
@@ -181,14 +181,14 @@ func TestNeutronRouter(t *testing.T) {
 	kept.Spec.OnDelete = samplecrdv1.OnDeleteDetach
 	e.create(kept)
 	k := e.waitReady("kept", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "kept", metav1.DeleteOptions{}); err != nil {
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "kept", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("kept")
 	if _, ok := interfaces(t, cloud, edge)[k.Status.SubnetID]; !ok {
 		t.Errorf("onDelete: Detach removed the router interface")
 	}
-	s, err := subnets.Get(e.ctx, cloud.Admin(t), k.Status.SubnetID).Extract()
+	s, err := subnets.Get(e.Ctx, cloud.Admin(t), k.Status.SubnetID).Extract()
 	if err != nil || slices.ContainsFunc(s.Tags, func(t string) bool { return strings.HasPrefix(t, "k8s-router=") }) {
 		t.Errorf("the detached subnet: %+v, %v; want it without our router mark", s, err)
 	}

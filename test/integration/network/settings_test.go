@@ -39,12 +39,12 @@ type held struct {
 }
 
 func (e *env) held(cloud *neutrontest.Cloud, n *samplecrdv1.Network) (held, error) {
-	client := cloud.Member(e.t)
+	client := cloud.Member(e.T)
 	var net neutronNetwork
-	if err := networks.Get(e.ctx, client, n.Status.NetworkID).ExtractInto(&net); err != nil {
+	if err := networks.Get(e.Ctx, client, n.Status.NetworkID).ExtractInto(&net); err != nil {
 		return held{}, err
 	}
-	s, err := subnets.Get(e.ctx, client, n.Status.SubnetID).Extract()
+	s, err := subnets.Get(e.Ctx, client, n.Status.SubnetID).Extract()
 	if err != nil {
 		return held{}, err
 	}
@@ -70,9 +70,9 @@ func userTags(tags []string) []string {
 // waitHeld waits until check accepts what Neutron holds of Network
 // name's settings.
 func (e *env) waitHeld(cloud *neutrontest.Cloud, name string, check func(h held) error) {
-	e.t.Helper()
-	framework.Eventually(e.t, timeout, "Neutron holds the settings of "+name, func(ctx context.Context) (bool, error) {
-		n, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, name, metav1.GetOptions{})
+	e.T.Helper()
+	framework.Eventually(e.T, timeout, "Neutron holds the settings of "+name, func(ctx context.Context) (bool, error) {
+		n, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -148,7 +148,7 @@ func TestNeutronSettings(t *testing.T) {
 
 	// An edit reaches Neutron, in place: one PUT of the subnet, one of the
 	// network, one of each one's tags.
-	if err := log.Reset(e.ctx); err != nil {
+	if err := log.Reset(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.edit("team-a", func(n *samplecrdv1.Network) {
@@ -175,18 +175,18 @@ func TestNeutronSettings(t *testing.T) {
 
 	// Behind the controller's back, while it is stopped: an admin turns
 	// DHCP off, adds a DNS server and a tag. The restart's List finds it.
-	if err := e.m.Stop(); err != nil {
+	if err := e.M.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	admin := cloud.Admin(t)
 	dhcp, dns := false, []string{"10.46.0.54", "10.46.0.55"}
-	if _, err := subnets.Update(e.ctx, admin, got.Status.SubnetID, subnets.UpdateOpts{EnableDHCP: &dhcp, DNSNameservers: &dns}).Extract(); err != nil {
+	if _, err := subnets.Update(e.Ctx, admin, got.Status.SubnetID, subnets.UpdateOpts{EnableDHCP: &dhcp, DNSNameservers: &dns}).Extract(); err != nil {
 		t.Fatal(err)
 	}
-	if err := attributestags.Add(e.ctx, admin, "networks", got.Status.NetworkID, "rogue").ExtractErr(); err != nil {
+	if err := attributestags.Add(e.Ctx, admin, "networks", got.Status.NetworkID, "rogue").ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.Reset(e.ctx); err != nil {
+	if err := log.Reset(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.startNeutron(managedBy, 0)
@@ -218,7 +218,7 @@ func TestNeutronSettings(t *testing.T) {
 	e.waitEvent("team-a", corev1.EventTypeWarning, samplecrdv1.ReasonBackendRejected, "MTU")
 	e.create(newNetwork("other", "10.47.0.0/24", "10.47.0.1"))
 	e.waitReady("other", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
-	if k := e.m.CountLogs("Error syncing"); k != 0 {
+	if k := e.M.CountLogs("Error syncing"); k != 0 {
 		t.Errorf("a permanent refusal was retried %d times with error backoff", k)
 	}
 	// Fixed, it converges again.
@@ -228,7 +228,7 @@ func TestNeutronSettings(t *testing.T) {
 	// The API server refuses a tag of the controller's own.
 	reserved := newNetwork("reserved", "10.48.0.0/24", "10.48.0.1")
 	reserved.Spec.Tags = []string{"managed-by=" + managedBy}
-	_, err = e.client.SamplecrdV1().Networks(e.ns).Create(e.ctx, reserved, metav1.CreateOptions{})
+	_, err = e.nets.Client.SamplecrdV1().Networks(e.NS).Create(e.Ctx, reserved, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "uses a prefix the controller keeps for its own tags") {
 		t.Errorf("a reserved tag: %v, want Invalid saying why", err)
 	}

@@ -59,7 +59,7 @@ func TestNeutronSubnetPool(t *testing.T) {
 	framework.Eventually(t, timeout, "one of pooled-1 and pooled-2 provisioned, the other SubnetPoolExhausted", func(ctx context.Context) (bool, error) {
 		reasons := map[string]string{}
 		for _, name := range []string{"pooled-1", "pooled-2"} {
-			cur, err := e.client.SamplecrdV1().Networks(e.ns).Get(ctx, name, metav1.GetOptions{})
+			cur, err := e.nets.Client.SamplecrdV1().Networks(e.NS).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -73,7 +73,7 @@ func TestNeutronSubnetPool(t *testing.T) {
 		}
 		return true, nil
 	})
-	if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, "pooled-0", metav1.DeleteOptions{}); err != nil {
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "pooled-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("pooled-0")
@@ -91,13 +91,13 @@ func TestNeutronSubnetPool(t *testing.T) {
 	// The API server refuses a cidr beside the pool.
 	both := newNetwork("both", "10.63.0.0/24", "10.63.0.1")
 	both.Spec.SubnetPool = &samplecrdv1.SubnetPoolRef{Name: name}
-	_, err = e.client.SamplecrdV1().Networks(e.ns).Create(e.ctx, both, metav1.CreateOptions{})
+	_, err = e.nets.Client.SamplecrdV1().Networks(e.NS).Create(e.Ctx, both, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "subnetPool takes the subnet's range from the pool: remove cidr") {
 		t.Errorf("cidr and subnetPool: %v, want Invalid saying what to remove", err)
 	}
 	// The Networks go before the pool (the test's cleanup deletes it).
 	for _, name := range []string{"pooled-1", "pooled-2", "lost"} {
-		if err := e.client.SamplecrdV1().Networks(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		e.waitGone(name)
