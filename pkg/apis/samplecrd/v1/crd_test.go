@@ -13,6 +13,7 @@ import (
 	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -107,6 +108,8 @@ func (v *crdValidator) validate(t testing.TB, spec NetworkSpec, old *NetworkSpec
 	t.Helper()
 	obj := networkObject(t, spec)
 	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.schema)
+	// x-kubernetes-list-type: set (the API server checks it apart from the schema).
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
 	var oldObj any
 	if old != nil {
 		oldObj = networkObject(t, *old)

@@ -60,6 +60,8 @@ var specCases = []struct {
 		wantErr: []string{"import needs networkID or filter: set networkID to the Neutron network's ID"}},
 	{name: "import empty filter", spec: NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{}}},
 		wantErr: []string{"filter must set name or tags: an empty filter would match every network"}},
+	{name: "import filter duplicate tags", spec: NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{Tags: []string{"a", "a"}}}},
+		wantErr: []string{"spec.import.filter.tags[1]: Duplicate value"}},
 	{name: "import filter empty tag", spec: NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{Tags: []string{""}}}},
 		wantErr: []string{"spec.import.filter.tags[0]"}},
 	{name: "unmanaged without import", spec: NetworkSpec{ManagementPolicy: ManagementPolicyUnmanaged, CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"},
