@@ -273,6 +273,7 @@ func TestNeutronRestartWithImportsRequests(t *testing.T) {
 			t.Errorf("a restart with converged Networks wrote %s", r)
 		}
 	}
+	checkFiltered(t, reqs)
 	if w := e.Writes.Writes(""); w != 0 {
 		t.Errorf("API writes after a restart with converged Networks = %d, want 0 (%s)", w, e.Writes)
 	}
