@@ -304,19 +304,6 @@ func TestReauthenticatesWhenTheTokenExpires(t *testing.T) {
 	}
 }
 
-// TestWrongCredentials: a wrong password is one clear error from New.
-func TestWrongCredentials(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cloud := neutrontest.Get(t)
-	env := cloud.Env()
-	env["OS_PASSWORD"] = "wrong"
-	_, err := neutron.New(ctx, neutron.Options{Getenv: neutrontest.Getenv(env)})
-	if err == nil || !strings.Contains(err.Error(), "authenticating to Keystone v3") || !strings.Contains(err.Error(), "401") {
-		t.Fatalf("New with a bad password = %v", err)
-	}
-	t.Logf("wrong password: %v", err)
-}
-
 func TestClientErrorsArePermanent(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cloud := neutrontest.Get(t)
@@ -331,6 +318,20 @@ func TestClientErrorsArePermanent(t *testing.T) {
 		t.Fatalf("Create with a gateway Neutron refuses = %v, want a permanent error with Neutron's message", err)
 	}
 	t.Logf("refused gateway: %v", err)
+
+	// And an update: an MTU above what the physical network carries.
+	ok, err := b.Create(ctx, example())
+	if err != nil {
+		t.Fatal(err)
+	}
+	desired := *ok
+	mtu := int32(9000)
+	desired.Settings.MTU = &mtu
+	_, err = b.Update(ctx, *ok, desired)
+	if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected || !strings.Contains(err.Error(), "MTU") {
+		t.Fatalf("Update to an MTU Neutron refuses = %v, want a permanent error with Neutron's message", err)
+	}
+	t.Logf("refused MTU: %v", err)
 }
 
 // TestQuotaExceededIsTransient: Neutron refuses a network over the
