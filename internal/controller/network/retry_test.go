@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
@@ -328,4 +329,66 @@ func TestFirstScanServesBeforeCollectingGarbage(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// controller_network_backend_up follows the backend: 0 once a List finds it
+// down (credentials refused here), 1 once a probe's List succeeds. Its
+// backend label is the test's own, so no other test's controller moves it.
+func TestBackendUpMetric(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const name = "backend-up-test"
+	var refused atomic.Bool
+	refused.Store(true)
+	mem := memory.New()
+	mem.SetFault(func(_ context.Context, op memory.Op, _ types.UID) error {
+		if op == memory.OpList && refused.Load() {
+			return network.Down("list", errors.New("authenticating to Keystone v3: 401 Unauthorized"))
+		}
+		return nil
+	})
+	client, _ := versionedClient(newNetwork("net", "u1", "10.0.0.0/24", "10.0.0.1"))
+	done := runControllerWith(ctx, t, client, externalversionsFactory(client), record.NewFakeRecorder(100),
+		network.Options{Backend: mem, BackendName: name, DownRetry: 10 * time.Millisecond, DownRetryMax: 50 * time.Millisecond})
+	waitMetric := func(want float64) {
+		t.Helper()
+		var got float64
+		var present bool
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			got, present = backendUp(t, name)
+			return present && got == want, nil
+		}); err != nil {
+			t.Fatalf("controller_network_backend_up{backend=%q} = %v (present: %v), want %v", name, got, present, want)
+		}
+	}
+	waitMetric(0)
+	refused.Store(false)
+	waitMetric(1)
+	waitForReady(ctx, t, client, "net", func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue })
+	cancel()
+	<-done
+}
+
+// backendUp reads controller_network_backend_up{backend} from the
+// registry the manager serves /metrics from.
+func backendUp(t *testing.T, backend string) (float64, bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_network_backend_up" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "backend" && l.GetValue() == backend {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
 }
