@@ -55,39 +55,6 @@ func TestFaultLeaderPodDeleted(t *testing.T) {
 	}
 }
 
-// TestFaultRollingUpdate: an argument of the Deployment changes while a few
-// hundred Services are being annotated; the rolling update replaces both
-// replicas, and no Ingress is lost, created twice, or written by the
-// outgoing leader once the incoming one holds the Lease.
-func TestFaultRollingUpdate(t *testing.T) {
-	ctx := context.Background()
-	w := newWorkload(t, 300)
-	d, err := client.AppsV1().Deployments(managerNamespace).Get(ctx, deploymentName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := d.Spec.Template.Spec.Containers[0].Args
-	setArgs := func(args []string) {
-		t.Helper()
-		patch := jsonPatch("replace", "/spec/template/spec/containers/0/args", args)
-		if _, err := client.AppsV1().Deployments(managerNamespace).Patch(ctx, deploymentName, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	annotating := w.annotate(0, 300, 100*time.Millisecond)
-	w.waitAnnotated(20)
-	setArgs(append(slices.Clone(args), "--ingress-manager-workers=32"))
-	t.Cleanup(func() {
-		setArgs(args)
-		restoreRollout(t)
-	})
-	restoreRollout(t)
-	o := w.settle(annotating)
-	if len(o.handovers) == 0 {
-		t.Errorf("the rolling update replaced the leader, but the Lease never changed hands")
-	}
-}
-
 // TestFaultDrain: `kubectl drain` of the node evicts one replica; its
 // replacement cannot be scheduled (the node is cordoned), so with one
 // replica not Ready, evicting the other is refused (429, the PDB), and the

@@ -44,20 +44,12 @@ func (e *env) waitNoRoute(name, what string) {
 // namespace) as a Gateway controller would: Accepted and ResolvedRefs.
 func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, reason, message string) {
 	e.T.Helper()
-	e.setRouteStatusBehind(name, gw, accepted, reason, message, 0)
-}
-
-// setRouteStatusBehind is setRouteStatus observed that many generations
-// before the route's: a Gateway controller that has not caught up.
-func (e *env) setRouteStatusBehind(name, gw string, accepted metav1.ConditionStatus, reason, message string, behind int64) {
-	e.T.Helper()
 	framework.Eventually(e.T, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
 		route, err := e.gateway().GatewayV1().HTTPRoutes(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		now := metav1.Now()
-		observed := route.Generation - behind
+		now, observed := metav1.Now(), route.Generation
 		route.Status.Parents = []gatewayv1.RouteParentStatus{{
 			ParentRef:      gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw)},
 			ControllerName: testGatewayController,
@@ -267,40 +259,6 @@ func TestMoveBackKeepsTheRouteWhileTheIngressIsBeingDeleted(t *testing.T) {
 	e.waitNoRoute("web", "the route deleted once the new Ingress has an address")
 	if n := e.M.CountLogs("Deleted Ingress"); n != 1 {
 		t.Errorf("the Ingress was deleted %d times, want once: an object being deleted is not deleted again", n)
-	}
-}
-
-// TestMoveKeepsTheIngressWhileTheRouteIsBeingDeleted is the reverse: a
-// Service back on an Ingress moves to the Gateway again while its old route
-// is still being deleted, its old Accepted=True in status; then the new
-// route's Accepted=True of an older generation does not count either.
-func TestMoveKeepsTheIngressWhileTheRouteIsBeingDeleted(t *testing.T) {
-	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = 0, 0 })
-	ingresses := e.Client.NetworkingV1().Ingresses(e.NS)
-	routes := e.gateway().GatewayV1().HTTPRoutes(e.NS)
-	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx", "ingress/gateway": "gw"}))
-	e.waitRoute("web", "the route", nil)
-	holdFinalizer(t, routes.Patch, "web", true)
-	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-
-	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
-	e.WaitIngress("web", "the Ingress", nil)
-	e.setIngressAddress("web")
-	old := e.waitRoute("web", "the route being deleted once the Ingress has an address", checkBeingDeleted[*gatewayv1.HTTPRoute])
-
-	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
-	waitKept(e, "the Ingress kept while the only route is being deleted", "web", framework.Get(ingresses.Get, "web"),
-		"WaitingForHTTPRoute", "HTTPRoute web, which is being deleted, is gone")
-
-	holdFinalizer(t, routes.Patch, "web", false)
-	e.waitRoute("web", "a new route once the old one is gone", checkReplaced(old))
-	e.setRouteStatusBehind("web", "gw", metav1.ConditionTrue, "Accepted", "", 1)
-	waitKept(e, "the Ingress kept while the route's Accepted=True is of an older generation", "web", framework.Get(ingresses.Get, "web"),
-		"WaitingForHTTPRoute", "its Accepted=True is of an older generation")
-	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.WaitNoIngress("web", "the Ingress deleted once the Gateway accepted the route's generation")
-	if n := e.M.CountLogs("Deleted HTTPRoute"); n != 1 {
-		t.Errorf("the route was deleted %d times, want once: an object being deleted is not deleted again", n)
 	}
 }
 
