@@ -161,6 +161,10 @@ func scaleSection(runs []run) string {
 		heap := cell(pf.HeapBytesPerService, pt.HeapBytesPerService, "B")
 		rss := cell(pf.RSSBytesPerService, pt.RSSBytesPerService, "B")
 		cpu := cell(pf.CPUmsPerObject, pt.CPUmsPerObject, "ms")
+		if pf.FloorCPUmsPerObject > 0 && pt.FloorCPUmsPerObject > 0 {
+			// For reading: how the informer floor's own CPU per object grew.
+			cpu += fmt.Sprintf("; the floor's %.4g ms -> %.4g ms (x %.2f)", pf.FloorCPUmsPerObject, pt.FloorCPUmsPerObject, pt.FloorCPUmsPerObject/pf.FloorCPUmsPerObject)
+		}
 		verdict := "yes"
 		if !met {
 			verdict = "**no**"
