@@ -36,14 +36,11 @@ const (
 // TestNeutronCredentialsRefused: the real Keystone refuses the manager's
 // credentials (its user's password changed, which revokes its tokens) while
 // 200 Networks wait to be created. The backend is found down once: one log
-// line, one Warning Event, every waiting Network Ready=False with the one
-// message; requests to Keystone and Neutron over a minute stay bounded
-// independently of the 200 Networks. With the password back, all of them
-// converge without a restart. (The backend_up metric that follows it:
-// internal/controller/network TestBackendUpMetric; this test runs beside
-// TestNeutronFaults, whose manager shares the process's metrics.)
+// line, one Warning Event, the metric at 0, every waiting Network
+// Ready=False with the one message; requests to Keystone and Neutron over a
+// minute stay bounded independently of the 200 Networks. With the password
+// back, all of them converge without a restart.
 func TestNeutronCredentialsRefused(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(framework.Config(cfg))
 	sample := versioned.NewForConfigOrDie(framework.Config(cfg))
@@ -134,6 +131,9 @@ func TestNeutronCredentialsRefused(t *testing.T) {
 	if !strings.Contains(message, "Keystone") || !strings.Contains(message, "401") {
 		t.Errorf("the waiting Networks' message %q does not say Keystone refused the credentials", message)
 	}
+	if v, ok := framework.InProcessMetric("controller_network_backend_up", map[string]string{"backend": "neutron"}); !ok || v != 0 {
+		t.Errorf("controller_network_backend_up{backend=neutron} = %v (present: %v), want 0", v, ok)
+	}
 	time.Sleep(time.Until(windowStart.Add(refusedWindow))) // the measurement window, not a wait for a condition
 	routes := diff(counter.Counts(), routesBefore)
 	refused := sum(routes)
@@ -158,6 +158,9 @@ func TestNeutronCredentialsRefused(t *testing.T) {
 		return n == refusedNetworks+1, err
 	})
 	t.Logf("all %d Networks Ready %v after the password was restored", refusedNetworks+1, time.Since(recovered).Round(time.Millisecond))
+	if v, ok := framework.InProcessMetric("controller_network_backend_up", map[string]string{"backend": "neutron"}); !ok || v != 1 {
+		t.Errorf("controller_network_backend_up{backend=neutron} = %v (present: %v), want 1", v, ok)
+	}
 	if n := m.CountLogs("The network backend answers again"); n != 1 {
 		t.Errorf("%d 'answers again' log lines, want 1", n)
 	}

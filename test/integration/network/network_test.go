@@ -148,7 +148,12 @@ func TestSeedNetworkLifecycle(t *testing.T) {
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "outside cidr") {
 		t.Errorf("a gateway outside the cidr: create error = %v, want Invalid", err)
 	}
-	_, err = nets.Update(e.Ctx, framework.NewNetwork(e.NS, "example-network", "10.7.0.0/24", "10.7.0.1"), metav1.UpdateOptions{})
+	cur, err := nets.Get(e.Ctx, "example-network", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.CIDR, cur.Spec.Gateway = "10.7.0.0/24", "10.7.0.1"
+	_, err = nets.Update(e.Ctx, cur, metav1.UpdateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cidr is immutable") {
 		t.Errorf("cidr change: update error = %v, want Invalid saying it is immutable", err)
 	}
