@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -34,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -238,7 +240,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		pc.UserAgent.Prepend("kube-sample-controller-manager")
 		authCtx, cancel := context.WithTimeout(ctx, b.timeout)
 		defer cancel()
-		if err := openstack.AuthenticateV3(authCtx, pc, &ao, gophercloud.EndpointOpts{}); err != nil {
+		if err := authenticate(authCtx, pc, &ao); err != nil {
 			return nil, fmt.Errorf("authenticating to Keystone v3 at %s as %s: %w", ao.IdentityEndpoint, who(ao), describe(err))
 		}
 	}
@@ -259,6 +261,36 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	b.client = sc
 	return b, nil
+}
+
+// authenticate gets pc its first token. Keystone, or a gateway in front of
+// it, answering 5xx or closing the connection without an answer is retried
+// with backoff until ctx ends (then the last such error is returned): a
+// Keystone busy for a moment must not stop the manager. Anything else, a
+// refused password or nothing listening at the URL, is the error at once.
+func authenticate(ctx context.Context, pc *gophercloud.ProviderClient, ao *gophercloud.AuthOptions) error {
+	delay := 250 * time.Millisecond
+	var last error
+	for {
+		err := openstack.AuthenticateV3(ctx, pc, ao, gophercloud.EndpointOpts{})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil && last != nil {
+			return last
+		}
+		code, answered := statusCode(err)
+		if answered && code < 500 || !answered && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+			return err
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 4*time.Second)
+	}
 }
 
 // projectOf returns the ID of the project pc's Keystone v3 token is scoped

@@ -304,6 +304,49 @@ func TestReauthenticatesWhenTheTokenExpires(t *testing.T) {
 	}
 }
 
+// TestAuthenticationRetriesAGatewayError: Keystone's gateway answering 502
+// to the first token requests (as the fault suite saw once, Keystone
+// dropping a connection under load) does not fail New; 502 until the
+// request timeout is one error naming it; a refused password is not
+// retried.
+func TestAuthenticationRetriesAGatewayError(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	proxy := cloud.NewProxy(t)
+	opts := neutron.Options{Getenv: neutrontest.Getenv(proxy.Env(cloud.Env())), RequestTimeout: 5 * time.Second}
+	const auth = "POST /v3/auth/tokens"
+	tries := func(f func()) int {
+		before := proxy.Count(auth)
+		f()
+		return proxy.Count(auth) - before
+	}
+
+	proxy.FailRoute(auth, http.StatusBadGateway, 2)
+	if n := tries(func() {
+		if _, err := neutron.New(ctx, opts); err != nil {
+			t.Fatalf("New with two 502s before Keystone answers = %v", err)
+		}
+	}); n != 3 {
+		t.Errorf("%d token requests, want 3", n)
+	}
+
+	proxy.FailRoute(auth, http.StatusBadGateway, -1)
+	_, err := neutron.New(ctx, opts)
+	if err == nil || !strings.Contains(err.Error(), "authenticating to Keystone v3") || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("New with Keystone's gateway answering 502 throughout = %v, want the 502", err)
+	}
+	t.Logf("502 throughout: %v", err)
+
+	proxy.FailRoute(auth, http.StatusUnauthorized, 1)
+	if n := tries(func() {
+		if _, err := neutron.New(ctx, opts); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("New with the password refused = %v, want the 401", err)
+		}
+	}); n != 1 {
+		t.Errorf("%d token requests for a refused password, want 1 (not retried)", n)
+	}
+}
+
 func TestClientErrorsArePermanent(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cloud := neutrontest.Get(t)
