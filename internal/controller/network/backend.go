@@ -121,6 +121,13 @@ type Backend interface {
 	// fail), is left out of the result: the controller imports that one
 	// again, and Import says why.
 	Observe(ctx context.Context, want []Network) ([]Network, error)
+
+	// Project returns the ID of the project the backend acts in (Neutron:
+	// the Keystone project its token is scoped to), "" when it is not
+	// known. A Network is bound to the project it was first provisioned
+	// in (its status.projectID): a backend of another project never acts
+	// for it.
+	Project() string
 }
 
 // Ref names an existing backend network to import: by ID, or (NetworkID

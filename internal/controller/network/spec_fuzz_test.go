@@ -159,6 +159,8 @@ type specBackend struct {
 	invalid []string
 }
 
+func (b *specBackend) Project() string { return "fuzz" }
+
 func (b *specBackend) reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

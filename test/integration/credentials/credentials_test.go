@@ -8,7 +8,6 @@ package credentials
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -154,7 +153,8 @@ func TestCredentialsPerNetwork(t *testing.T) {
 		t.Errorf("a network was created for it: %+v", got)
 	}
 	_, cond = e.WaitReady(nsA, "no-access", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
-	if !strings.Contains(cond.Message, "in project "+fmt.Sprintf("%q", tenantB.Name)) || !strings.Contains(cond.Message, "has a role (member) on the project") {
+	// What to check, and nothing of the Secret (its project's name).
+	if strings.Contains(cond.Message, tenantB.Name) || !strings.Contains(cond.Message, "has a role (member) on the project") {
 		t.Errorf("the Network whose user has no role on the project says %q", cond.Message)
 	}
 	// Tenant B's cloud cost its List (networks, subnets) and b1's create
@@ -254,11 +254,13 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	e.create(nsA, "a3", "10.66.0.0/24", "10.66.0.1", "team-a")
 	e.create(nsOwn, "own2", "10.67.0.0/24", "10.67.0.1", "")
 	_, cond = e.WaitReady(nsB, "b2", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
-	if !strings.Contains(cond.Message, tenantB.User.Env["OS_USERNAME"]) || !strings.Contains(cond.Message, "401") {
-		t.Errorf("b2's message %q does not name B's user and Keystone's 401", cond.Message)
+	if !strings.Contains(cond.Message, "401") {
+		t.Errorf("b2's message %q does not name Keystone's 401", cond.Message)
 	}
-	if strings.Contains(cond.Message, tenantB.User.Env["OS_PASSWORD"]) {
-		t.Errorf("b2's message quotes the password")
+	for _, v := range []string{"OS_USERNAME", "OS_PASSWORD", "OS_PROJECT_NAME"} {
+		if strings.Contains(cond.Message, tenantB.User.Env[v]) {
+			t.Errorf("b2's message %q quotes the Secret's %s", cond.Message, v)
+		}
 	}
 	e.WaitReady(nsA, "a3", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	e.WaitReady(nsOwn, "own2", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)

@@ -288,6 +288,8 @@ type Backend struct {
 	routers map[string]string
 	// subnetPools are the pools subnets can take their range from, by ID.
 	subnetPools map[string]subnetPool
+	// project is what Project returns (ProjectID by default).
+	project string
 }
 
 // subnetPool is a range subnets are allocated from.
@@ -307,9 +309,18 @@ type Option func(*Backend)
 // samplecrdv1.ReasonCIDROverlap error.
 func WithOverlappingCIDRs() Option { return func(b *Backend) { b.overlap = true } }
 
+// WithProject makes the backend act in project id (Project), as if its
+// credentials were scoped to it: tests of a Network's binding to its
+// project use backends of several. The networks' own projectID stays
+// ProjectID.
+func WithProject(id string) Option { return func(b *Backend) { b.project = id } }
+
+// Project implements network.Backend.
+func (b *Backend) Project() string { return b.project }
+
 // New returns an empty in-memory backend.
 func New(opts ...Option) *Backend {
-	b := &Backend{objects: map[string]*Object{}, byUID: map[types.UID]string{}, routers: map[string]string{}, subnetPools: map[string]subnetPool{}}
+	b := &Backend{project: ProjectID, objects: map[string]*Object{}, byUID: map[types.UID]string{}, routers: map[string]string{}, subnetPools: map[string]subnetPool{}}
 	for _, o := range opts {
 		o(b)
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -30,6 +31,83 @@ type Cloud struct {
 	EndpointOpts gophercloud.EndpointOpts
 	// Insecure is the entry's verify: false.
 	Insecure bool
+	// secrets are the entry's values, longest first: Redact takes them
+	// out of every message.
+	secrets []string
+}
+
+// minRedacted is the length under which a value of the entry is not
+// taken out of messages (it would take words out of every message, and
+// says too little to be a secret on its own).
+const minRedacted = 4
+
+// Redact returns s without any value of c's entry: a Secret's content
+// never reaches a condition, an Event or a log line, whoever quotes it
+// (gophercloud quotes Keystone's URL, user information and query
+// included, in its errors).
+func (c Cloud) Redact(s string) string {
+	for _, v := range c.secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return userInfo.ReplaceAllString(s, "://[redacted]@")
+}
+
+// userInfo finds the user information of a URL in a message.
+var userInfo = regexp.MustCompile(`://[^/@\s]*@`)
+
+// secretsOf returns every value of the entry cloudName of cloudsYAML
+// (and, of a URL, its user information, path, query and fragment, each
+// alone) at least minRedacted long, longest first.
+func secretsOf(cloudsYAML []byte, cloudName string) []string {
+	var doc struct {
+		Clouds map[string]any `json:"clouds"`
+	}
+	if yaml.Unmarshal(cloudsYAML, &doc) != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	add := func(v string) {
+		if len(v) >= minRedacted {
+			seen[v] = true
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case string:
+			add(v)
+			if u, err := url.Parse(v); err == nil && u.Scheme != "" {
+				add(u.User.Username())
+				p, _ := u.User.Password()
+				add(p)
+				add(u.User.String())
+				add(u.Path)
+				add(u.RawQuery)
+				for _, vs := range u.Query() {
+					for _, q := range vs {
+						add(q)
+					}
+				}
+				add(u.Fragment)
+			}
+		}
+	}
+	walk(doc.Clouds[cloudName])
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	// Longest first: a value holding another is taken out whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
 }
 
 // keyKey keys the hash of cloud entries: a key of this process only, so
@@ -129,8 +207,11 @@ func ParseCloud(cloudsYAML []byte, cloudName string) (network.CloudConfig, error
 	if len(missing) > 0 {
 		return network.CloudConfig{}, invalid("cloud %q lacks %s", cloudName, strings.Join(missing, ", "))
 	}
-	cl := Cloud{AuthOptions: ao, EndpointOpts: eo, Insecure: tlsConfig != nil && tlsConfig.InsecureSkipVerify}
-	return network.CloudConfig{Key: cl.key(), Description: cl.describe(), Config: cl}, nil
+	cl := Cloud{AuthOptions: ao, EndpointOpts: eo, Insecure: tlsConfig != nil && tlsConfig.InsecureSkipVerify, secrets: secretsOf(cloudsYAML, cloudName)}
+	key := cl.key()
+	// Nothing of the content: the description reaches messages that the
+	// readers of Networks and Events see, who may not read the Secret.
+	return network.CloudConfig{Key: key, Description: "entry " + key[:12], Config: cl}, nil
 }
 
 // key is a keyed hash of every field of c that reaches Keystone or Neutron.
@@ -146,32 +227,6 @@ func (c Cloud) key() string {
 	m := hmac.New(sha256.New, keyKey)
 	m.Write(b)
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-// describe names c without its secrets.
-func (c Cloud) describe() string {
-	ao := c.AuthOptions
-	project := ""
-	if s := ao.Scope; s != nil {
-		switch {
-		case s.ProjectID != "":
-			project = fmt.Sprintf(" in project ID %q", s.ProjectID)
-		case s.ProjectName != "":
-			project = fmt.Sprintf(" in project %q", s.ProjectName)
-		}
-	}
-	return fmt.Sprintf("%s%s at %s", who(ao), project, endpoint(ao.IdentityEndpoint))
-}
-
-// endpoint is Keystone's URL for messages and logs: without user
-// information, query or fragment, which may carry secrets.
-func endpoint(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an auth_url that is not a URL)"
-	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
-	return u.String()
 }
 
 // NewCloudBackend returns what network.Credentials.NewBackend calls: a
@@ -194,17 +249,14 @@ func NewCloudBackend(base Options) func(ctx context.Context, cfg network.CloudCo
 		}
 		b, err := New(ctx, opts)
 		if err == nil {
-			return b, nil
+			return network.Redacting(b, c.Redact), nil
 		}
 		if code, ok := statusCode(err); ok && code == http.StatusUnauthorized {
-			// err names Keystone and the user; the controller's message
-			// says what to check.
-			return nil, &network.Error{Reason: samplecrdv1.ReasonCredentialsRefused, Down: true, Err: err}
+			// The controller's message says what to check.
+			err = &network.Error{Reason: samplecrdv1.ReasonCredentialsRefused, Down: true, Err: err}
+		} else if netErr := (*network.Error)(nil); !errors.As(err, &netErr) {
+			err = network.Down("connecting", err)
 		}
-		var netErr *network.Error
-		if errors.As(err, &netErr) {
-			return nil, err
-		}
-		return nil, network.Down("connecting", err)
+		return nil, network.RedactError(err, c.Redact)
 	}
 }

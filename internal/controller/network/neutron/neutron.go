@@ -170,6 +170,9 @@ type Backend struct {
 
 var _ network.Backend = (*Backend)(nil)
 
+// Project implements network.Backend: the project the token is scoped to.
+func (b *Backend) Project() string { return b.projectID }
+
 // New returns a Neutron backend. Unless opts carries a client, it
 // authenticates to Keystone v3 (failing fast on bad credentials or an
 // unreachable Keystone) and finds the network endpoint in the catalog.

@@ -59,6 +59,15 @@ const (
 	// the project); every Network using that cloud entry waits, and no
 	// other. Fix the Secret or the user in Keystone.
 	ReasonCredentialsRefused = "CredentialsRefused"
+	// ReasonCredentialsProjectChanged (Ready=False, looked at again every
+	// permanent retry or on an edit): the Network's credentials now act in
+	// another project than the one it is bound to (status.projectID), say
+	// its Secret was pointed at another project. Nothing is created or
+	// changed there; the backend network stays in the bound project. Point
+	// the Secret back at that project, or delete the Network (which acts in
+	// the bound project while the manager holds credentials for it) and
+	// create it again.
+	ReasonCredentialsProjectChanged = "CredentialsProjectChanged"
 )
 
 // validateCredentialsRef checks spec.cloudCredentialsRef as the CRD schema

@@ -419,6 +419,16 @@ type NetworkStatus struct {
 	// (spec.router), as last observed.
 	// +optional
 	Router *RouterObservation `json:"router,omitempty"`
+
+	// ProjectID is the OpenStack project (Keystone's project ID) the
+	// Network is bound to: the one its backend network was first created
+	// or imported in. It never changes: credentials that later act in
+	// another project (a Secret pointed elsewhere) are refused
+	// (CredentialsProjectChanged) and nothing is created there; deleting
+	// or detaching acts in this project.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	ProjectID string `json:"projectID,omitempty"`
 }
 
 // RouterObservation is a router interface on a Network's subnet.
