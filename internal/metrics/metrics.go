@@ -64,6 +64,15 @@ var (
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"backend"})
 
+	networkLeftBehind = k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem: subsystem,
+		Name:      "network_left_behind_total",
+		Help: "Number of Networks released (deleted from Kubernetes) whose backend network could not be deleted or " +
+			"detached, left in the backend with a Warning Event BackendLeftBehind naming it, per Ready reason that kept " +
+			"the controller from it (its Secret gone or invalid, or acting in another project).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"reason"})
+
 	buildInfo = k8smetrics.NewGaugeVec(&k8smetrics.GaugeOpts{
 		Subsystem:      subsystem,
 		Name:           "manager_build_info",
@@ -73,7 +82,7 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcileDuration, leaderStatus, networkBackendUp, buildInfo)
+	legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcileDuration, leaderStatus, networkBackendUp, networkLeftBehind, buildInfo)
 	v := version.Get()
 	buildInfo.WithLabelValues(v.Version, v.Commit, v.BuildDate, v.GoVersion).Set(1)
 }
@@ -105,4 +114,10 @@ func SetNetworkBackendUp(backend string, up bool) {
 		v = 1
 	}
 	networkBackendUp.WithLabelValues(backend).Set(v)
+}
+
+// NetworkLeftBehind counts a Network released with its backend network
+// left in the backend, for reason.
+func NetworkLeftBehind(reason string) {
+	networkLeftBehind.WithLabelValues(reason).Inc()
 }

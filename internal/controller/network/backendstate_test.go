@@ -80,7 +80,7 @@ func TestBackendStateWaitersComeBackOnce(t *testing.T) {
 // TestCloudEvictedBeforeRunIsNotStarted: a cloud made before the controller
 // runs, and evicted (no Network uses it) before then, gets no scan loop.
 func TestCloudEvictedBeforeRunIsNotStarted(t *testing.T) {
-	s := &cloudSet{max: 4, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, now: time.Now,
+	s := &cloudSet{max: 4, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, bound: map[types.UID]string{}, now: time.Now,
 		start: func(context.Context, *cloud) {}}
 	used := map[types.UID]bool{"a": true, "b": true}
 	inUse := func(uid types.UID) bool { return used[uid] }

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,6 +83,15 @@ type cloud struct {
 
 func newCloud(key string, b Backend) *cloud {
 	return &cloud{key: key, backend: b, known: newKnown(), state: newBackendState(), wake: make(chan struct{}, 1), refs: map[secretRef]struct{}{}}
+}
+
+// project returns the project the cloud's backend acts in, "" before it
+// connected or when the backend does not know.
+func (cl *cloud) project() string {
+	if b := cl.getBackend(); b != nil {
+		return b.Project()
+	}
+	return ""
 }
 
 // getBackend returns the cloud's backend, nil before it connected.
@@ -164,7 +172,10 @@ type cloudSet struct {
 	mu      sync.Mutex
 	max     int
 	byKey   map[string]*cloud
+	// byUID is the cloud each Network's credentials last resolved to,
+	// bound the one that last acted for it, in its project (see bind).
 	byUID   map[types.UID]string
+	bound   map[types.UID]string
 	runCtx  context.Context // nil until the controller runs
 	start   func(ctx context.Context, cl *cloud)
 	pending []*cloud // created before the controller ran
@@ -237,11 +248,34 @@ func (s *cloudSet) of(uid types.UID) *cloud {
 	return nil
 }
 
-// uses reports whether uid last resolved to cl.
+// bind records that cl acts for uid: its project is the Network's.
+func (s *cloudSet) bind(uid types.UID, cl *cloud) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bound[uid] = cl.key
+}
+
+// boundTo returns the cloud that last acted for uid, if it is still held:
+// when the Network's credentials resolve elsewhere (a Secret pointed at
+// another project, or gone), it may still delete or detach there.
+func (s *cloudSet) boundTo(uid types.UID) *cloud {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.bound[uid]; ok {
+		return s.byKey[k]
+	}
+	return nil
+}
+
+// uses reports whether uid is scanned in cl: the cloud that acts for it,
+// else (not bound yet) the one its credentials resolved to.
 func (s *cloudSet) uses(uid types.UID, cl *cloud) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k, ok := s.byUID[uid]
+	k, ok := s.bound[uid]
+	if !ok {
+		k, ok = s.byUID[uid]
+	}
 	return ok && k == cl.key
 }
 
@@ -250,6 +284,7 @@ func (s *cloudSet) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byUID, uid)
+	delete(s.bound, uid)
 }
 
 // all returns every cloud held.
@@ -273,12 +308,14 @@ func (s *cloudSet) evict(inUse func(types.UID) bool, grace time.Duration) {
 
 func (s *cloudSet) evictLocked(inUse func(types.UID) bool, grace time.Duration) {
 	used := map[string]bool{}
-	for uid, k := range s.byUID {
-		if !inUse(uid) {
-			delete(s.byUID, uid)
-			continue
+	for _, m := range []map[types.UID]string{s.byUID, s.bound} {
+		for uid, k := range m {
+			if !inUse(uid) {
+				delete(m, uid)
+				continue
+			}
+			used[k] = true
 		}
-		used[k] = true
 	}
 	for k, cl := range s.byKey {
 		cl.mu.Lock()
@@ -430,22 +467,14 @@ func (c *Controller) credentialsFailed(ctx context.Context, cached *samplecrdv1.
 	return &controller.RequeueAfter{Delay: re.retry, Err: err}
 }
 
-// neverProvisioned reports whether obj's status says that nothing was ever
-// created for it because its credentials never worked: no backend network
-// recorded, and its last outcome a credentials failure. Its deletion then
-// needs no backend (and no credentials, which may be gone with its
-// namespace).
+// neverProvisioned reports whether obj's status says that nothing was
+// ever created for it: no project it is bound to, no backend network
+// recorded. A Network's status records its project at the first status
+// write of a sync that reached a cloud, whatever its outcome, so its
+// deletion then needs no backend (and no credentials, which may be gone
+// with its namespace). Only a process stopped between a create request
+// and that write leaves something unrecorded: tagged with the Network's
+// UID, it is an orphan to the garbage collection of that cloud.
 func neverProvisioned(obj *samplecrdv1.Network) bool {
-	if obj.Status.NetworkID != "" || obj.Status.SubnetID != "" {
-		return false
-	}
-	cond := meta.FindStatusCondition(obj.Status.Conditions, samplecrdv1.ConditionReady)
-	if cond == nil {
-		return false
-	}
-	switch cond.Reason {
-	case samplecrdv1.ReasonCredentialsNotEnabled, samplecrdv1.ReasonCredentialsNotFound, samplecrdv1.ReasonCredentialsInvalid:
-		return true
-	}
-	return false
+	return obj.Status.ProjectID == "" && obj.Status.NetworkID == "" && obj.Status.SubnetID == ""
 }

@@ -51,14 +51,21 @@ const (
 	// ReasonDetached (Normal): a Network with onDelete: Detach was deleted;
 	// its backend network and subnet were left, without our marks.
 	ReasonDetached = "BackendDetached"
-	// ReasonReleased (Normal): an Unmanaged Network was deleted; its
-	// backend network was left as it is.
+	// ReasonReleased (Normal): an Unmanaged Network was deleted, its
+	// backend network left as it is; or a Network for which nothing was
+	// ever created (its credentials never reached a project) was deleted.
 	ReasonReleased = "Released"
 	// ReasonBackendDown (Warning): the whole backend failed (unreachable,
 	// credentials refused, no usable endpoint); every Network waits for it
 	// with Ready=False BackendUnavailable while one probe retries with
 	// backoff. Recorded once per outage, on the Network that found it.
 	ReasonBackendDown = "BackendDown"
+	// ReasonLeftBehind (Warning): a Network was released while its backend
+	// network could not be deleted or detached (its Secret gone or invalid,
+	// or acting in another project, and no cloud of its project held): the
+	// Event names the network, its project and what to do, the metric
+	// controller_network_left_behind_total counts it.
+	ReasonLeftBehind = "BackendLeftBehind"
 	// ReasonBackendUp (Normal): the backend answers again after being down;
 	// the Networks that waited are synced again. On the same Network as
 	// BackendDown.
@@ -172,7 +179,7 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 		def:          newCloud("", opts.Backend),
 		neverCreated: newUIDSet(),
 	}
-	c.clouds = &cloudSet{max: 1, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, now: time.Now,
+	c.clouds = &cloudSet{max: 1, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, bound: map[types.UID]string{}, now: time.Now,
 		start: func(ctx context.Context, cl *cloud) {
 			c.scanLoop(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cloud", cl.description)), cl)
 		}}
@@ -453,6 +460,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if up, reason, message := cl.state.waitUnlessUp(key); !up {
 		return c.waitForBackend(ctx, cached, reason, message)
 	}
+	if msg := projectChanged(cached, cl); msg != "" {
+		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonCredentialsProjectChanged, msg, nil, true)
+		return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: errors.New("the credentials act in another project than the Network's")}
+	}
+	if cl != c.def {
+		c.clouds.bind(cached.UID, cl)
+	}
 	desired := Desired(cached)
 	cur := cl.known.get(cached.UID)
 	neverCreated := c.neverCreated.take(cached.UID) && cur == nil
@@ -601,8 +615,12 @@ func orNull(s string) string {
 	return s
 }
 
-// finalize deletes the backend network of a Network being deleted, then
-// releases the finalizer.
+// finalize deletes (or detaches) the backend network of a Network being
+// deleted, in the project it is bound to, then releases the finalizer. When
+// no cloud can act there (see deletingIn), it releases the Network at once
+// if nothing was ever created for it, and otherwise with the backend
+// network left behind and reported: a deletion never waits on credentials
+// that nobody may fix (a namespace being deleted takes its Secrets along).
 func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) error {
 	c.neverCreated.take(cached.UID)
 	if !slices.Contains(cached.Finalizers, Finalizer) {
@@ -611,19 +629,19 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	if cached.Spec.Policy() == samplecrdv1.ManagementPolicyUnmanaged {
 		return c.release(ctx, cached, ReasonReleased, "Unmanaged: the backend network was left as it is")
 	}
-	cl, err := c.cloudFor(ctx, cached, false)
-	if err != nil {
-		// The Secret may go with the namespace, before its Networks: the
-		// cloud they were last reconciled in still deletes their networks.
-		if cl = c.clouds.of(cached.UID); cl == nil || cached.Spec.CloudCredentialsRef == nil {
-			if neverProvisioned(cached) {
-				return c.release(ctx, cached, ReasonReleased, "Its credentials never worked: nothing was created in the backend")
-			}
-			return c.credentialsFailed(ctx, cached, err)
+	cl, why, wait := c.deletingIn(ctx, cached)
+	switch {
+	case cl == nil && why == nil && wait == nil:
+		return nil // the cloud's first scan queues it again
+	case cl == nil && neverProvisioned(cached):
+		if why == nil {
+			why = wait
 		}
-	}
-	if up, reason, message := cl.state.waitUnlessUp(cache.MetaObjectToName(cached)); !up {
-		return c.waitForBackend(ctx, cached, reason, message)
+		return c.release(ctx, cached, ReasonReleased, "Nothing was created in the backend for it: its credentials never reached a project ("+why.reason+")")
+	case wait != nil:
+		return c.waitForBackend(ctx, cached, wait.reason, wait.message)
+	case cl == nil:
+		return c.leaveBehind(ctx, cached, why)
 	}
 	remove, what := cl.getBackend().Delete, "Deleting"
 	if cached.Spec.Detach() {
@@ -643,9 +661,96 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 		return fmt.Errorf("%s the backend network of %s: %w", strings.ToLower(what), cache.MetaObjectToName(cached), err)
 	}
 	if cached.Spec.Detach() {
-		return c.release(ctx, cached, ReasonDetached, "Detached: our tags removed, the backend network and subnet left as they are")
+		return c.release(ctx, cached, ReasonDetached, fmt.Sprintf("Detached in project %s: our tags removed, the backend network and subnet left as they are", orNull(cl.project())))
 	}
-	return c.release(ctx, cached, ReasonDeleted, "Deleted the backend network and subnet")
+	return c.release(ctx, cached, ReasonDeleted, fmt.Sprintf("Deleted the backend network and subnet in project %s", orNull(cl.project())))
+}
+
+// deletingIn returns the cloud a Network being deleted is deleted (or
+// detached) in: the one its credentials resolve to, when it acts in the
+// Network's project; else the cloud that last acted for it there, while it
+// is held. Otherwise it returns why no cloud can (why), or, when the
+// cloud of its project is only down for now (unreachable, or refusing
+// credentials that its owner may fix), what the Network waits for (wait);
+// both nil while that cloud has not answered its first scan.
+func (c *Controller) deletingIn(ctx context.Context, cached *samplecrdv1.Network) (cl *cloud, why, wait *resolveError) {
+	key := cache.MetaObjectToName(cached)
+	cl, err := c.cloudFor(ctx, cached, false)
+	if err == nil {
+		up, reason, message := cl.state.waitUnlessUp(key)
+		switch msg := projectChanged(cached, cl); {
+		case !up && message == "":
+			return nil, nil, nil
+		case !up:
+			why = &resolveError{reason: reason, message: message}
+		case msg != "":
+			why = &resolveError{reason: samplecrdv1.ReasonCredentialsProjectChanged, message: msg}
+		default:
+			return cl, nil, nil
+		}
+	} else if !errors.As(err, &why) {
+		why = &resolveError{reason: samplecrdv1.ReasonBackendUnavailable, message: err.Error()}
+	}
+	if alt := c.clouds.boundTo(cached.UID); alt != nil && alt != cl && projectChanged(cached, alt) == "" {
+		if up, reason, message := alt.state.waitUnlessUp(key); !up {
+			return nil, nil, &resolveError{reason: reason, message: message}
+		}
+		return alt, nil, nil
+	}
+	if cl != nil && why.reason != samplecrdv1.ReasonCredentialsProjectChanged {
+		// Its own project's cloud, down: it waits, as for any outage;
+		// its probes read its Secrets again, so a Secret deleted (with
+		// its namespace) brings it back here at once.
+		return nil, nil, why
+	}
+	return nil, why, nil
+}
+
+// projectChanged says, when cl acts in another project than the one
+// obj is bound to (its status.projectID), that nothing is done there and
+// what to do; "" when it acts there, or either is not known.
+func projectChanged(obj *samplecrdv1.Network, cl *cloud) string {
+	bound, now := obj.Status.ProjectID, cl.project()
+	if bound == "" || now == "" || bound == now {
+		return ""
+	}
+	return fmt.Sprintf("Its credentials now act in another project than project %s, the one the Network is bound to (status.projectID) and its backend network is in: "+
+		"nothing is created or changed there. Point the Secret back at project %s, or delete the Network (deleted in project %s while the manager holds credentials for it) and create it again",
+		bound, bound, bound)
+}
+
+// boundProject returns the project obj is bound to now (its status
+// records it at the next write): the manager's own cloud's, or the one
+// of the cloud that last acted for it; "" when not known.
+func (c *Controller) boundProject(obj *samplecrdv1.Network) string {
+	if obj.Spec.CloudCredentialsRef == nil {
+		return c.def.project()
+	}
+	if cl := c.clouds.boundTo(obj.UID); cl != nil {
+		return cl.project()
+	}
+	return ""
+}
+
+// leaveBehind releases cached, whose backend network no cloud can delete
+// or detach (why), and reports what is left where: a Warning Event, a log
+// line and the metric. Its tags stay: a manager that holds credentials for
+// its project collects it as an orphan.
+func (c *Controller) leaveBehind(ctx context.Context, cached *samplecrdv1.Network, why *resolveError) error {
+	what := fmt.Sprintf("network %s, subnet %s in project %s", orNull(cached.Status.NetworkID), orNull(cached.Status.SubnetID), orNull(cached.Status.ProjectID))
+	todo := "delete it in OpenStack, or let a manager holding credentials for that project collect it (garbage collection)"
+	if cached.Spec.Detach() {
+		todo = fmt.Sprintf("it still carries the controller's tags (k8s-network-uid=%s): remove them to keep it, or a manager holding credentials for that project deletes it (garbage collection)", cached.UID)
+	}
+	message := fmt.Sprintf("Released without deleting or detaching its backend network (%s): %s. Left behind: %s", why.reason, todo, what)
+	klog.FromContext(ctx).Error(nil, "Network released with its backend network left behind", "reason", why.reason, "networkID", cached.Status.NetworkID,
+		"subnetID", cached.Status.SubnetID, "projectID", cached.Status.ProjectID, "detach", cached.Spec.Detach(), "why", why.message)
+	if err := c.release(ctx, cached, "", ""); err != nil {
+		return err
+	}
+	metrics.NetworkLeftBehind(why.reason)
+	c.recorder.Event(cached, corev1.EventTypeWarning, ReasonLeftBehind, message)
+	return nil
 }
 
 // release removes the finalizer of cached, whose backend network is dealt
@@ -664,6 +769,9 @@ func (c *Controller) release(ctx context.Context, cached *samplecrdv1.Network, r
 		return fmt.Errorf("removing the finalizer of %s: %w", cache.MetaObjectToName(cached), err)
 	}
 	c.clouds.forget(cached.UID)
+	if reason == "" {
+		return nil // the caller reports it
+	}
 	klog.FromContext(ctx).Info("Finalizer released", "reason", reason, "detail", message)
 	c.recorder.Event(cached, corev1.EventTypeNormal, reason, message)
 	return nil
@@ -689,6 +797,11 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 	})
 	observed := inStatus(&cached.Status, got)
 	setInStatus(&net.Status, got)
+	if net.Status.ProjectID == "" {
+		// Bound once, to the project it was first reconciled in.
+		net.Status.ProjectID = c.boundProject(cached)
+	}
+	observed = observed && net.Status.ProjectID == cached.Status.ProjectID
 	if status == metav1.ConditionTrue {
 		net.Status.ObservedGeneration = net.Generation
 	}

@@ -3,6 +3,7 @@ package network_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +80,10 @@ func (f *clouds) newBackend(_ context.Context, cfg network.CloudConfig) (network
 	}
 	b, ok := f.backends[pw]
 	if !ok {
-		b = memory.New()
+		// Each password's project is named by what precedes its first
+		// dash: "p1-a" and "p1-b" act in one project, "p2-a" in another.
+		project, _, _ := strings.Cut(pw, "-")
+		b = memory.New(memory.WithProject("project-" + project))
 		f.backends[pw] = b
 	}
 	return b, nil
@@ -283,53 +287,178 @@ func TestOneBackendPerEntrySecretChangesAndEviction(t *testing.T) {
 	}
 }
 
-// Deleting a Network whose credentials never worked needs no backend (its
-// Secret may be gone with its namespace); one whose status records a
-// backend network waits for its credentials, saying so, rather than
-// leaving the network behind unnoticed.
+// Deleting a Network is bounded, whatever state its credentials are in:
+// one whose credentials never reached a project (refused from the start,
+// a Secret gone with its namespace) is released at once; one whose
+// backend network no cloud can reach any more is released with it left
+// behind, named in a Warning Event and counted; one whose own project's
+// cloud refuses it waits (a password its owner may fix), until its Secret
+// goes with its namespace.
 func TestDeletingWithoutCredentials(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		networkID string
-		reason    string
-		released  bool
+		name       string
+		secret     map[string][]byte // of a/creds, nil for none
+		recorded   bool              // the status records a network in project-p1
+		waits      string            // the Ready reason it waits with, until the Secret is deleted
+		event      string            // the Event of its release
+		leftBehind bool
 	}{
-		{name: "credentials that never worked: released", reason: samplecrdv1.ReasonCredentialsNotFound, released: true},
-		{name: "a recorded backend network: held", networkID: "net-1", reason: samplecrdv1.ReasonProvisioned},
+		{name: "credentials Keystone refused from the start, the Secret still there", secret: cloudsYAML("openstack", "refused"), event: network.ReasonReleased},
+		{name: "credentials that never worked, the Secret gone", event: network.ReasonReleased},
+		{name: "a recorded backend network, the Secret gone: left behind, reported", recorded: true, event: network.ReasonLeftBehind, leftBehind: true},
+		{name: "a recorded backend network, credentials refused: waits, then the Secret goes", recorded: true, secret: cloudsYAML("openstack", "refused"),
+			waits: samplecrdv1.ReasonCredentialsRefused, event: network.ReasonLeftBehind, leftBehind: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			now := metav1.Now()
-			obj := credNetwork("a", "n", "u1", "10.1.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "gone", CloudName: "openstack"})
+			obj := credNetwork("a", "n", "u1", "10.1.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"})
 			obj.Finalizers, obj.DeletionTimestamp = []string{network.Finalizer}, &now
-			obj.Status.NetworkID = tc.networkID
-			obj.Status.Conditions = []metav1.Condition{{Type: samplecrdv1.ConditionReady, Status: metav1.ConditionFalse, Reason: tc.reason, LastTransitionTime: now}}
+			if tc.recorded {
+				obj.Status.NetworkID, obj.Status.SubnetID, obj.Status.ProjectID = "net-1", "subnet-1", "project-p1"
+			}
 			client := fake.NewClientset(obj)
 			factory := externalversions.NewSharedInformerFactory(client, 0)
 			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			if tc.secret != nil {
+				sec.set("a", "creds", tc.secret)
+			}
 			fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
-			done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: memory.New(),
+			recorder := record.NewFakeRecorder(100)
+			before := metricValue(t, "controller_network_left_behind_total", "", "")
+			done := runControllerWith(ctx, t, client, factory, recorder, network.Options{Backend: memory.New(),
+				DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
 				Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
 			defer func() { cancel(); <-done }()
-			if tc.released {
-				if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-					got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
-					return err == nil && len(got.Finalizers) == 0, err
-				}); err != nil {
-					t.Fatalf("the finalizer was not released: %v", err)
+			if tc.waits != "" {
+				waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, tc.waits)
+				if got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{}); err != nil || len(got.Finalizers) != 1 {
+					t.Fatalf("Network = %v, %v: want it held while its credentials may be fixed", got, err)
 				}
-				return
+				// The namespace goes: its Secret first.
+				sec.mu.Lock()
+				delete(sec.m, types.NamespacedName{Namespace: "a", Name: "creds"})
+				sec.mu.Unlock()
 			}
-			cond := waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsNotFound)
-			if !strings.Contains(cond.Message, "Secret gone not found") {
-				t.Errorf("message %q", cond.Message)
+			if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+				return err == nil && len(got.Finalizers) == 0, err
+			}); err != nil {
+				t.Fatalf("the finalizer was not released: %v", err)
 			}
-			got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
-			if err != nil || len(got.Finalizers) != 1 {
-				t.Errorf("Network = %v, %v: want it held by its finalizer", got, err)
+			// The Event and the metric follow the release.
+			var events []string
+			if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				for len(recorder.Events) > 0 {
+					events = append(events, <-recorder.Events)
+				}
+				return slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, " "+tc.event+" ") }), nil
+			}); err != nil {
+				t.Fatalf("Events %q, want one %s", events, tc.event)
+			}
+			for _, e := range events {
+				if strings.Contains(e, " "+tc.event+" ") && tc.leftBehind && (!strings.HasPrefix(e, "Warning") || !strings.Contains(e, "network net-1, subnet subnet-1 in project project-p1")) {
+					t.Errorf("Event %q does not name what was left where", e)
+				}
+			}
+			if got := metricValue(t, "controller_network_left_behind_total", "", "") - before; tc.leftBehind != (got == 1) {
+				t.Errorf("controller_network_left_behind_total grew by %v, want 1 only when left behind", got)
 			}
 		})
+	}
+}
+
+// A Network is bound to the project it was provisioned in: its Secret
+// pointed at another project creates nothing there (no second network,
+// CredentialsProjectChanged), and deleting it with onDelete: Detach
+// detaches the network in its own project, through the cloud that still
+// holds it, so that no garbage collection deletes what the user kept.
+func TestSecretPointedAtAnotherProject(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
+	// Another Network keeps the first project's cloud (and its garbage
+	// collection) going.
+	sec.set("a", "same", cloudsYAML("openstack", "p1-a"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+	obj := credNetwork("a", "n", "u1", "10.1.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"})
+	obj.Spec.OnDelete = samplecrdv1.OnDeleteDetach
+	client := fake.NewClientset(obj, credNetwork("a", "other", "u2", "10.2.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "same", CloudName: "openstack"}))
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	recorder := record.NewFakeRecorder(100)
+	done := runControllerWith(ctx, t, client, factory, recorder, network.Options{Backend: memory.New(), GCInterval: 20 * time.Millisecond,
+		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}})
+	defer func() { cancel(); <-done }()
+	waitCondition(ctx, t, client, "a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+	if err != nil || got.Status.ProjectID != "project-p1" {
+		t.Fatalf("status.projectID = %q (%v), want project-p1", got.Status.ProjectID, err)
+	}
+
+	sec.set("a", "creds", cloudsYAML("openstack", "p2-a"))
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return sec.idleFor(20 * time.Millisecond), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got.Labels = map[string]string{"edited": "yes"} // an edit syncs it
+	if _, err := client.SamplecrdV1().Networks("a").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsProjectChanged)
+	if !strings.Contains(cond.Message, "project project-p1") {
+		t.Errorf("message %q does not name the project it is bound to", cond.Message)
+	}
+	if b := fakeClouds.backend("p2-a"); b != nil && b.Stats().Writes() != 0 {
+		t.Errorf("the other project's backend saw %+v, want no write", b.Stats())
+	}
+
+	got, err = client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	got.DeletionTimestamp = &now
+	if _, err := client.SamplecrdV1().Networks("a").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
+		return err == nil && len(got.Finalizers) == 0, err
+	}); err != nil {
+		t.Fatalf("the finalizer was not released: %v", err)
+	}
+	if err := client.SamplecrdV1().Networks("a").Delete(ctx, "n", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Scans of the first project's cloud run every 20ms: it is kept.
+	p1 := fakeClouds.backend("p1-a")
+	lists := p1.Stats().Lists
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return p1.Stats().Lists >= lists+3, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var kept []memory.Object
+	for _, o := range p1.Objects() {
+		if o.CIDR == "10.1.0.0/24" {
+			kept = append(kept, o)
+		}
+	}
+	if p1.Stats().Deletes != 0 || len(kept) != 1 || kept[0].Owned {
+		t.Errorf("project-p1 holds %+v (%+v), want n's network kept, detached", kept, p1.Stats())
+	}
+	var detached bool
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, network.ReasonDetached) {
+			detached = strings.Contains(e, "in project project-p1")
+		}
+	}
+	if !detached {
+		t.Errorf("no BackendDetached Event naming project-p1")
 	}
 }

@@ -374,21 +374,39 @@ func TestBackendUpMetric(t *testing.T) {
 // registry the manager serves /metrics from.
 func backendUp(t *testing.T, backend string) (float64, bool) {
 	t.Helper()
+	return metricSample(t, "controller_network_backend_up", "backend", backend)
+}
+
+// metricValue is the sum of metric name's samples whose label is value
+// (every sample when label is ""), 0 when there are none.
+func metricValue(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	v, _ := metricSample(t, name, label, value)
+	return v
+}
+
+// metricSample sums the samples of gauge or counter name whose label is
+// value (all when label is ""), and reports whether there was one.
+func metricSample(t *testing.T, name, label, value string) (sum float64, found bool) {
+	t.Helper()
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "controller_network_backend_up" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			match := label == ""
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "backend" && l.GetValue() == backend {
-					return m.GetGauge().GetValue(), true
-				}
+				match = match || l.GetName() == label && l.GetValue() == value
+			}
+			if match {
+				found = true
+				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0, false
+	return sum, found
 }
