@@ -169,9 +169,9 @@ func (s *secretCache) read(ctx context.Context, namespace, name string, fresh bo
 // cloudSet is the clouds of the Networks' credentials, by key, and which
 // cloud each Network last resolved to.
 type cloudSet struct {
-	mu      sync.Mutex
-	max     int
-	byKey   map[string]*cloud
+	mu    sync.Mutex
+	max   int
+	byKey map[string]*cloud
 	// byUID is the cloud each Network's credentials last resolved to,
 	// bound the one that last acted for it, in its project (see bind).
 	byUID   map[types.UID]string
