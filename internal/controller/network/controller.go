@@ -872,9 +872,17 @@ func (c *Controller) collect(ctx context.Context, cl *cloud) error {
 		}
 		return &listError{err: fmt.Errorf("listing backend networks: %w", err)}
 	}
-	var mine []Network
+	// Which Network a backend network belongs to comes from its tags
+	// alone (Backend.List). One tagged before the tags named the
+	// Network's namespace and name (untagged) is tagged by this scan
+	// when its Network is ours; else it is collected only once the API
+	// server confirms its UID gone.
+	var mine, untagged []Network
 	for _, n := range nets {
-		if c.namespace == "" || n.Namespace == c.namespace {
+		switch {
+		case n.Namespace == "":
+			untagged = append(untagged, n)
+		case c.namespace == "" || n.Namespace == c.namespace:
 			mine = append(mine, n) // else another manager's scope
 		}
 	}
@@ -889,7 +897,7 @@ func (c *Controller) collect(ctx context.Context, cl *cloud) error {
 		}
 		return &listError{err: fmt.Errorf("reading the networks of Unmanaged Networks: %w", err)}
 	}
-	inBackend := cl.known.replace(append(slices.Clone(mine), observed...), mark)
+	inBackend := cl.known.replace(slices.Concat(mine, untagged, observed), mark)
 	var errs []error
 	cached, err := c.lister.List(labels.Everything())
 	if err != nil {
@@ -909,8 +917,26 @@ func (c *Controller) collect(ctx context.Context, cl *cloud) error {
 	// The backend answers: Networks are served from here on, while the
 	// orphans (any number, each delete as slow as it is) go one by one.
 	c.backendUp(ctx, cl)
+	errs = append(errs, c.tagUntagged(ctx, backend, untagged))
+	if c.namespace == "" {
+		// Every Network is in the cache: an untagged network whose UID
+		// the API server does not hold either is an orphan.
+		orphans, err := c.gone(ctx, untagged)
+		errs = append(errs, err)
+		mine = append(mine, orphans...)
+	}
 	for _, n := range mine {
 		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) > 0 {
+			continue
+		}
+		if n.Namespace == "" {
+			// Confirmed gone by gone's live list.
+			if err := backend.Delete(ctx, n); err != nil {
+				errs = append(errs, fmt.Errorf("deleting orphaned backend network %s: %w", n, err))
+				continue
+			}
+			cl.known.set(n.UID, nil)
+			logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 			continue
 		}
 		// Not in the cache; make sure with a live read before deleting.
@@ -928,6 +954,56 @@ func (c *Controller) collect(ctx context.Context, cl *cloud) error {
 		logger.Info("Deleted orphaned backend network: its Network no longer exists", "backendNetwork", n.String())
 	}
 	return errors.Join(errs...)
+}
+
+// tagUntagged tags the backend networks of untagged whose Network is in
+// the cache (a Managed one: an Unmanaged Network's network is never ours)
+// with its namespace and name, as Import marks an adopted network.
+func (c *Controller) tagUntagged(ctx context.Context, backend Backend, untagged []Network) error {
+	var errs []error
+	for _, n := range untagged {
+		objs, err := c.indexer.ByIndex(uidIndex, string(n.UID))
+		if err != nil || len(objs) == 0 || n.SubnetID == "" {
+			continue // another's, or a create to complete first
+		}
+		obj, ok := objs[0].(*samplecrdv1.Network)
+		if !ok || obj.Spec.Policy() != samplecrdv1.ManagementPolicyManaged {
+			continue
+		}
+		desired := Desired(obj)
+		desired.CIDR = n.CIDR
+		if _, err := backend.Import(ctx, desired, Ref{NetworkID: n.NetworkID}, true); err != nil {
+			errs = append(errs, fmt.Errorf("tagging backend network %s with its Network's namespace and name: %w", n, err))
+			continue
+		}
+		klog.FromContext(ctx).Info("Tagged backend network with its Network's namespace and name", "network", klog.KObj(obj), "networkID", n.NetworkID)
+	}
+	return errors.Join(errs...)
+}
+
+// gone returns the networks of untagged whose Network's UID the API
+// server does not hold (one live list of every Network, only when there
+// are such networks and none is in the cache).
+// +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks,verbs=list
+func (c *Controller) gone(ctx context.Context, untagged []Network) ([]Network, error) {
+	var candidates []Network
+	for _, n := range untagged {
+		if objs, err := c.indexer.ByIndex(uidIndex, string(n.UID)); err == nil && len(objs) == 0 {
+			candidates = append(candidates, n)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	list, err := c.client.SamplecrdV1().Networks("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Networks to confirm orphans: %w", err)
+	}
+	live := map[types.UID]bool{}
+	for i := range list.Items {
+		live[list.Items[i].UID] = true
+	}
+	return slices.DeleteFunc(candidates, func(n Network) bool { return live[n.UID] }), nil
 }
 
 // boundUnmanaged returns, for Observe, the Unmanaged Networks that bound

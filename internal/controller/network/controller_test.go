@@ -513,3 +513,62 @@ func TestStatusShowsTheBackendNetwork(t *testing.T) {
 		t.Errorf("status.network after the rename = %+v, want its new revision", *st.Network)
 	}
 }
+
+// untaggedBackend lists its networks as a backend whose tags do not name
+// the Network (tagged before they did): no namespace, no name.
+type untaggedBackend struct{ *memory.Backend }
+
+func (b untaggedBackend) List(ctx context.Context) ([]network.Network, error) {
+	nets, err := b.Backend.List(ctx)
+	for i := range nets {
+		nets[i].Namespace, nets[i].Name = "", ""
+	}
+	return nets, err
+}
+
+// A manager of every namespace deletes an untagged backend network only
+// when the API server confirms its Network's UID gone (the cache alone
+// does not: it may lag); one limited to a namespace never does, since
+// the network may be another namespace's.
+func TestUntaggedOrphans(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		namespace string
+		deleted   []types.UID
+	}{
+		{name: "every namespace: only the one the API server confirms gone", deleted: []types.UID{"gone"}},
+		{name: "one namespace: none", namespace: "ns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			mem := memory.New(memory.WithOverlappingCIDRs())
+			for _, uid := range []types.UID{"gone", "live"} {
+				if _, err := mem.Create(ctx, network.Network{UID: uid, Namespace: "ns", Name: string(uid), CIDR: "10.0.0.0/24", Gateway: "10.0.0.1"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// "live" exists in the API server; the informer has not
+			// synced (never started): not in the cache.
+			client := fake.NewClientset(&samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", UID: "live"}})
+			c, err := network.New(ctx, &controller.Context{
+				SampleClient: client, SampleInformerFactory: externalversions.NewSharedInformerFactory(client, 0), Namespace: tc.namespace,
+				EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(10) }, FieldManager: "test",
+			}, network.Options{Backend: untaggedBackend{mem}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CollectGarbage(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var left []types.UID
+			for _, o := range mem.Objects() {
+				left = append(left, o.UID)
+			}
+			for _, uid := range []types.UID{"gone", "live"} {
+				if slices.Contains(tc.deleted, uid) == slices.Contains(left, uid) {
+					t.Errorf("backend holds %v after the scan, want %v deleted", left, tc.deleted)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
@@ -196,6 +198,92 @@ func TestNeutronDetachSurvivesRestartAndGC(t *testing.T) {
 			t.Errorf("a restart after a Detach wrote %s", r)
 		}
 	}
+
+	// Another namespace imports the detached network (Managed), through
+	// a manager of its own sharing the managed-by value; the first
+	// namespace's manager, whose Network's name the network's
+	// description still bears, never takes it for one of its own: which
+	// Network a network belongs to comes from its tags.
+	ns2 := framework.CreateNamespace(t, e.Client)
+	e2 := &env{Env: &framework.Env{T: t, Ctx: e.Ctx, Client: e.Client, NS: ns2, Controllers: []string{"network"}}, nets: e.nets}
+	e2.startNeutron(managedBy, 0)
+	e2.create(importByID("again", got.ID, samplecrdv1.ManagementPolicyManaged, "", ""))
+	again := e2.waitReady("again", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	if err := log.Reset(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.waitScans(log, managedBy, 2) // the first manager's: the second's interval is the default
+	if got, err := networks.Get(e.Ctx, admin, again.Status.NetworkID).Extract(); err != nil {
+		t.Fatalf("the network %s imported again in %s is gone: %v", again.Status.NetworkID, ns2, err)
+	} else if !slices.Contains(got.Tags, neutron.UIDTagPrefix+string(again.UID)) {
+		t.Errorf("the network imported again carries %q, want %s's UID", got.Tags, ns2)
+	}
+	e2.waitReady("again", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	if err := e.nets.Client.SamplecrdV1().Networks(ns2).Delete(e.Ctx, "again", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2.waitGone("again")
+}
+
+// TestNeutronUntaggedNetworksTagged: a network created before the tags
+// named its Network's namespace and name (only the UID and managed-by
+// tags, its description naming the Network) is tagged by the first scan
+// of the manager whose Network it is; one whose Network is gone is never
+// deleted by a manager limited to a namespace, which cannot confirm it
+// gone (a manager of every namespace does: unit TestUntaggedOrphans).
+func TestNeutronUntaggedNetworksTagged(t *testing.T) {
+	e, cloud, managedBy, _ := neutronUserEnv(t)
+	admin := cloud.Admin(t)
+	e.startNeutron(managedBy, time.Second)
+	e.create(newNetwork("old", "10.48.0.0/24", "10.48.0.1"))
+	old := e.waitReady("old", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	e.create(newNetwork("orphan", "10.48.1.0/24", "10.48.1.1"))
+	orphan := e.waitReady("orphan", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	if err := e.M.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// As they were tagged before: without the k8s-ref tags.
+	for _, n := range []*samplecrdv1.Network{old, orphan} {
+		for _, r := range []struct{ kind, id string }{{"networks", n.Status.NetworkID}, {"subnets", n.Status.SubnetID}} {
+			for _, tag := range refTagsOf(t, admin, r.kind, r.id) {
+				if err := attributestags.Delete(e.Ctx, admin, r.kind, r.id, tag).ExtractErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	// The orphan's Network goes while no manager runs.
+	e.edit("orphan", func(n *samplecrdv1.Network) { n.Finalizers = nil })
+	if err := e.nets.Client.SamplecrdV1().Networks(e.NS).Delete(e.Ctx, "orphan", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone("orphan")
+
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startNeutron(managedBy, time.Second) // limited to the test's namespace
+	e.waitScans(log, managedBy, 3)
+	if tags := refTagsOf(t, admin, "networks", old.Status.NetworkID); len(tags) == 0 {
+		t.Errorf("the network of %s/old was not tagged with its namespace and name", e.NS)
+	}
+	if tags := refTagsOf(t, admin, "subnets", old.Status.SubnetID); len(tags) == 0 {
+		t.Errorf("the subnet of %s/old was not tagged with its namespace and name", e.NS)
+	}
+	if _, err := networks.Get(e.Ctx, admin, orphan.Status.NetworkID).Extract(); err != nil {
+		t.Fatalf("a manager limited to one namespace deleted an untagged network it cannot confirm gone: %v", err)
+	}
+}
+
+// refTagsOf returns the k8s-ref tags of a network or subnet.
+func refTagsOf(t *testing.T, client *gophercloud.ServiceClient, kind, id string) []string {
+	t.Helper()
+	tags, err := attributestags.List(context.Background(), client, kind, id).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(tags, func(tag string) bool { return !strings.HasPrefix(tag, neutron.RefTagPrefix) })
 }
 
 // restartRequests is what a restart with converged Networks costs in

@@ -330,26 +330,22 @@ func who(ao gophercloud.AuthOptions) string {
 func (b *Backend) uidTag(uid types.UID) string { return UIDTagPrefix + string(uid) }
 func (b *Backend) managedTag() string          { return ManagedByTagPrefix + b.managedBy }
 
-// tags returns the tags that mark n's network and subnet: the UID, the
-// managed-by value, and the namespace and name when the description cannot
-// name them.
+// tags returns the tags that mark n's network and subnet as ours: the
+// UID, the managed-by value, and the namespace and name. Which Network an
+// object belongs to is read from these tags alone (owner): a description
+// is prose for people, which anyone may edit, and an adopted network's
+// is not ours.
 func (b *Backend) tags(n network.Network) []string {
 	tags := []string{b.uidTag(n.UID), b.managedTag()}
 	if n.Namespace == "" {
-		return tags
-	}
-	if ns, name := parseDescription(b.description(n)); ns == n.Namespace && name == n.Name {
 		return tags
 	}
 	return append(tags, refTags(n)...)
 }
 
 // adoptTags returns the tags that mark an imported network or subnet as
-// n's: its description is not ours, so the namespace and name are always
-// in tags.
-func (b *Backend) adoptTags(n network.Network) []string {
-	return append([]string{b.uidTag(n.UID), b.managedTag()}, refTags(n)...)
-}
+// n's: the same as a created one's.
+func (b *Backend) adoptTags(n network.Network) []string { return b.tags(n) }
 
 // refTags returns the RefTagPrefix tags naming n's namespace and name.
 func refTags(n network.Network) []string {
@@ -425,20 +421,6 @@ func (b *Backend) description(n network.Network) string {
 	return truncate(d, maxNameLength)
 }
 
-// parseDescription returns the namespace and name a description names.
-func parseDescription(d string) (namespace, name string) {
-	rest, ok := strings.CutPrefix(d, descriptionPrefix)
-	if !ok {
-		return "", ""
-	}
-	ref, _, ok := strings.Cut(rest, " (uid ")
-	if !ok {
-		return "", ""
-	}
-	namespace, name, _ = strings.Cut(ref, "/")
-	return namespace, name
-}
-
 func uidFromTags(tags []string) types.UID {
 	for _, t := range tags {
 		if uid, ok := strings.CutPrefix(t, UIDTagPrefix); ok {
@@ -481,10 +463,9 @@ func extractNetworks(p pagination.Page) ([]neutronNetwork, error) {
 
 func (b *Backend) toNetwork(n *neutronNetwork, s *subnets.Subnet) *network.Network {
 	out := &network.Network{UID: uidFromTags(n.Tags), NetworkID: n.ID, Observed: observeNetwork(n), Settings: b.settings(n, s)}
-	out.Namespace, out.Name = parseDescription(n.Description)
-	if out.Namespace == "" {
-		out.Namespace, out.Name = refFromTags(n.Tags)
-	}
+	// From the tags alone, never the description: empty on a network
+	// tagged before the namespace and name were (the scan tags it).
+	out.Namespace, out.Name = refFromTags(n.Tags)
 	if s != nil {
 		out.SubnetID = s.ID
 		out.CIDR, out.Gateway = canonicalCIDR(s.CIDR), canonicalIP(s.GatewayIP)
@@ -1139,6 +1120,13 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 	out.UID, out.Namespace, out.Name = desired.UID, desired.Namespace, desired.Name
 	if !adopt {
 		return out, nil
+	}
+	if b.projectID != "" && (n.ProjectID != b.projectID || sub.ProjectID != b.projectID) {
+		// Credentials with the admin role see (and may write) every
+		// project's networks: adopting is for the project's own.
+		return nil, network.Permanent(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"network %s (subnet %s) is in another project (%s, %s) than the credentials' (%s): a Managed import adopts only its own project's networks; observe it with managementPolicy: Unmanaged",
+			n.ID, sub.ID, n.ProjectID, sub.ProjectID, b.projectID))
 	}
 	for _, tags := range [][]string{n.Tags, sub.Tags} {
 		if err := b.checkNotOthers(tags, desired.UID); err != nil {

@@ -896,6 +896,21 @@ func TestAdminCredentialsStayInTheirProject(t *testing.T) {
 	if got, err := asMember.Get(ctx, ex.UID); err != nil || got.NetworkID != theirs.NetworkID || got.Gateway != "192.168.0.1" {
 		t.Fatalf("member's network after the admin's calls = %+v, %v; want it unchanged", got, err)
 	}
+
+	// A Managed import (adopt) of another project's network by ID is
+	// refused, nothing written; observing it (Unmanaged) still works.
+	operators := cloud.AddNetwork(t, "", "operators-net", "10.49.0.0/24", "10.49.0.1")
+	imp := network.Network{UID: "import-uid", Namespace: "ns", Name: "imp"}
+	if _, err := asAdmin.Import(ctx, imp, network.Ref{NetworkID: operators.ID}, true); !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected ||
+		!strings.Contains(err.Error(), "another project") {
+		t.Fatalf("admin's Managed import of project %s's network = %v, want a permanent BackendRejected naming the other project", cloud.ProjectID, err)
+	}
+	if got, err := networks.Get(ctx, admin, operators.ID).Extract(); err != nil || got.RevisionNumber != operators.RevisionNumber || len(got.Tags) != 0 {
+		t.Fatalf("the other project's network after the refused import = %+v, %v; want it untouched (revision %d, no tags)", got, err, operators.RevisionNumber)
+	}
+	if _, err := asAdmin.Import(ctx, imp, network.Ref{NetworkID: operators.ID}, false); err != nil {
+		t.Fatalf("admin's Unmanaged import of another project's network: %v", err)
+	}
 }
 
 func TestConfiguration(t *testing.T) {
