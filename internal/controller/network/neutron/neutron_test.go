@@ -109,7 +109,8 @@ func TestNeutronObjects(t *testing.T) {
 		t.Fatalf("got %d subnets, want one", len(subs))
 	}
 	s := subs[0]
-	wantTags := []string{"k8s-network-uid=" + string(ex.UID), "managed-by=" + managedBy}
+	// Ours, and the Network they belong to: from the tags alone.
+	wantTags := []string{"k8s-network-uid=" + string(ex.UID), "k8s-ref-0=default/example-network", "managed-by=" + managedBy}
 	wantDesc := "Kubernetes Network default/example-network (uid " + string(ex.UID) + "), managed by " + managedBy
 	slices.Sort(n.Tags)
 	slices.Sort(s.Tags)

@@ -184,11 +184,11 @@ type NetworkSpec struct {
 	AllocationPools []AllocationPoolSpec `json:"allocationPools,omitempty"`
 
 	// HostRoutes are the routes the subnet's DHCP hands out. [] removes
-	// them all.
+	// them all. At most 20, Neutron's default max_subnet_host_routes.
 	//
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=20
 	HostRoutes []HostRoute `json:"hostRoutes,omitempty"`
 
 	// SubnetPool takes the subnet's range from a Neutron subnet pool (a
@@ -349,13 +349,15 @@ type NetworkFilter struct {
 	// +kubebuilder:validation:MaxLength=255
 	Name string `json:"name,omitempty"`
 
-	// Tags must all be on the network.
+	// Tags must all be on the network. No comma: Neutron's tag filter
+	// reads one as two tags.
 	//
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
+	// +kubebuilder:validation:items:XValidation:rule="!self.contains(',')",messageExpression="'filter tag ' + self + ' contains a comma, which Neutron reads as two tags (it would never match): remove it'"
 	Tags []string `json:"tags,omitempty"`
 }
 

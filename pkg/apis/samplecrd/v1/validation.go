@@ -25,7 +25,7 @@ const (
 
 	maxDNSNameservers  = 5
 	maxAllocationPools = 16
-	maxHostRoutes      = 32
+	maxHostRoutes      = 20
 )
 
 // ValidateSpec checks spec the way the API server does (the CRD's OpenAPI and
@@ -266,6 +266,8 @@ func validatePolicies(spec NetworkSpec, p *field.Path) field.ErrorList {
 				errs = append(errs, field.TooLong(fp.Child("tags").Index(i), "", maxNameLength))
 			case seen[tag]:
 				errs = append(errs, field.Duplicate(fp.Child("tags").Index(i), tag))
+			case strings.Contains(tag, ","):
+				errs = append(errs, field.Invalid(fp.Child("tags").Index(i), tag, "filter tag "+tag+" contains a comma, which Neutron reads as two tags (it would never match): remove it"))
 			}
 			seen[tag] = true
 		}

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -62,6 +63,11 @@ var specCases = []struct {
 		wantErr: []string{"filter must set name or tags: an empty filter would match every network"}},
 	{name: "import filter duplicate tags", spec: NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{Tags: []string{"a", "a"}}}},
 		wantErr: []string{"spec.import.filter.tags[1]: Duplicate value"}},
+	{name: "import filter tag with a comma, two tags to Neutron", spec: NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{Tags: []string{"env=prod,team=a"}}}},
+		wantErr: []string{"filter tag env=prod,team=a contains a comma, which Neutron reads as two tags"}},
+	{name: "21 host routes, past Neutron's default limit", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", HostRoutes: hostRoutes(21)},
+		wantErr: []string{"spec.hostRoutes"}},
+	{name: "20 host routes", spec: NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1", HostRoutes: hostRoutes(20)}},
 	{name: "import filter empty tag", spec: NetworkSpec{Import: &NetworkImport{Filter: &NetworkFilter{Tags: []string{""}}}},
 		wantErr: []string{"spec.import.filter.tags[0]"}},
 	{name: "unmanaged without import", spec: NetworkSpec{ManagementPolicy: ManagementPolicyUnmanaged, CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"},
@@ -197,4 +203,13 @@ func withSettings(spec NetworkSpec) NetworkSpec {
 	spec.AllocationPools = []AllocationPoolSpec{{Start: "10.0.0.10", End: "10.0.0.99"}}
 	spec.HostRoutes = []HostRoute{{Destination: "10.20.0.0/16", Nexthop: "10.0.0.254"}}
 	return spec
+}
+
+// hostRoutes returns n distinct host routes inside 10.0.0.0/24's reach.
+func hostRoutes(n int) []HostRoute {
+	out := make([]HostRoute, n)
+	for i := range out {
+		out[i] = HostRoute{Destination: fmt.Sprintf("10.%d.0.0/16", 100+i), Nexthop: "10.0.0.254"}
+	}
+	return out
 }
