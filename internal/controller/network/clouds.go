@@ -268,15 +268,16 @@ func (s *cloudSet) boundTo(uid types.UID) *cloud {
 }
 
 // uses reports whether uid is scanned in cl: the cloud that acts for it,
-// else (not bound yet) the one its credentials resolved to.
-func (s *cloudSet) uses(uid types.UID, cl *cloud) bool {
+// else (not bound yet) the one its credentials resolved to; known is false
+// when it did neither since the process started.
+func (s *cloudSet) uses(uid types.UID, cl *cloud) (known, uses bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, ok := s.bound[uid]
 	if !ok {
 		k, ok = s.byUID[uid]
 	}
-	return ok && k == cl.key
+	return ok, ok && k == cl.key
 }
 
 // forget drops uid (its Network is gone).
@@ -296,6 +297,31 @@ func (s *cloudSet) all() []*cloud {
 		out = append(out, cl)
 	}
 	return out
+}
+
+// dropUnused forgets cl, and stops its scan loop, when no Network whose
+// UID is in use (inUse) resolved to it or is bound to it, and reports
+// whether it did.
+func (s *cloudSet) dropUnused(cl *cloud, inUse func(types.UID) bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range []map[types.UID]string{s.byUID, s.bound} {
+		for uid, k := range m {
+			if k == cl.key && inUse(uid) {
+				return false
+			}
+		}
+	}
+	if s.byKey[cl.key] == cl {
+		delete(s.byKey, cl.key)
+	}
+	cl.mu.Lock()
+	cancel := cl.cancel
+	cl.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return true
 }
 
 // evict forgets the UIDs whose Network is gone and stops the clouds no
@@ -402,13 +428,26 @@ func (c *Controller) networkCached(uid types.UID) bool {
 	return err == nil && len(objs) > 0
 }
 
-// members reports whether obj is reconciled in cl (as far as known: a
-// Network with credentials not resolved yet is in none).
+// member reports whether obj is reconciled in cl, as far as known: the
+// cloud it is bound to or last resolved to, else (not synced since the
+// process started) the one its Secret reference resolved to for another
+// Network, so that a cloud's first scan covers every Network of its
+// Secrets, not only those that synced before it.
 func (c *Controller) member(obj *samplecrdv1.Network, cl *cloud) bool {
-	if obj.Spec.CloudCredentialsRef == nil {
+	ref := obj.Spec.CloudCredentialsRef
+	if ref == nil {
 		return cl == c.def
 	}
-	return cl != c.def && c.clouds.uses(obj.UID, cl)
+	if cl == c.def {
+		return false
+	}
+	if known, uses := c.clouds.uses(obj.UID, cl); known {
+		return uses
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	_, ok := cl.refs[secretRef{namespace: obj.Namespace, secret: ref.SecretName, cloud: ref.CloudName}]
+	return ok
 }
 
 // recheckSecrets reads again (fresh) the Secrets that resolved to cl, a

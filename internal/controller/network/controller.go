@@ -268,7 +268,14 @@ func (c *Controller) scanLoop(ctx context.Context, cl *cloud) {
 	// a scan that comes after a whole GCInterval without a failure, so a
 	// request that keeps failing is probed ever less often.
 	probe := false
-	for {
+	for first := true; ; first = false {
+		if cl != c.def && !first && c.clouds.dropUnused(cl, c.networkCached) {
+			// No Network uses this entry any more (its Secret rotated,
+			// its Networks gone): no more requests with its credentials,
+			// which a Keystone with lockout would count against the user.
+			logger.V(2).Info("Cloud entry no longer used: stopped")
+			return
+		}
 		err := c.collect(ctx, cl)
 		if ctx.Err() != nil {
 			return

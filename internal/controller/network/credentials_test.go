@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
@@ -67,6 +68,8 @@ type clouds struct {
 	mu       sync.Mutex
 	backends map[string]*memory.Backend // by password
 	connects int
+	// tries counts the connects by password.
+	tries map[string]int
 }
 
 func (f *clouds) newBackend(_ context.Context, cfg network.CloudConfig) (network.Backend, error) {
@@ -74,7 +77,11 @@ func (f *clouds) newBackend(_ context.Context, cfg network.CloudConfig) (network
 	defer f.mu.Unlock()
 	f.connects++
 	pw := cfg.Config.(neutron.Cloud).AuthOptions.Password
-	if pw == "refused" {
+	if f.tries == nil {
+		f.tries = map[string]int{}
+	}
+	f.tries[pw]++
+	if strings.HasPrefix(pw, "refused") {
 		return nil, &network.Error{Op: "authenticating", Reason: samplecrdv1.ReasonCredentialsRefused, Down: true,
 			Err: fmt.Errorf("Keystone refused %s", cfg.Description)}
 	}
@@ -87,6 +94,12 @@ func (f *clouds) newBackend(_ context.Context, cfg network.CloudConfig) (network
 		f.backends[pw] = b
 	}
 	return b, nil
+}
+
+func (f *clouds) triesOf(pw string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tries[pw]
 }
 
 func (f *clouds) backend(pw string) *memory.Backend {
@@ -460,5 +473,79 @@ func TestSecretPointedAtAnotherProject(t *testing.T) {
 	}
 	if !detached {
 		t.Errorf("no BackendDetached Event naming project-p1")
+	}
+}
+
+// A Secret fixed (or rotated) while Keystone refuses its old entry: its
+// Networks go on with the new entry, and the old one makes no more
+// requests (a Keystone with account lockout would count each against the
+// user just rotated).
+func TestRotatedEntryStopsProbing(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec.set("a", "creds", cloudsYAML("openstack", "refused"))
+	// Another Network's entry, refused all along: its probes are the
+	// clock the old entry's are compared with.
+	sec.set("b", "creds", cloudsYAML("openstack", "refused-b"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+	client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"}),
+		credNetwork("b", "n", "u2", "10.2.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"}))
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: memory.New(),
+		GCInterval: time.Hour, DownRetry: 5 * time.Millisecond, DownRetryMax: 10 * time.Millisecond,
+		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+	defer func() { cancel(); <-done }()
+	waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
+	waitCondition(ctx, t, client, "a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	// While the other entry is probed 10 times, the old one's probes
+	// have stopped (one may have been under way).
+	refused, clock := fakeClouds.triesOf("refused"), fakeClouds.triesOf("refused-b")
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return fakeClouds.triesOf("refused-b") >= clock+10, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fakeClouds.triesOf("refused") - refused; got > 1 {
+		t.Errorf("the old entry was tried %d more times after its Network moved on, want none", got)
+	}
+}
+
+// After a restart, a cloud entry's bound Unmanaged Networks are read by
+// its scans' Observe, in one call, not imported one by one as each first
+// syncs: every Network of the Secret is the entry's from its first scan.
+func TestRestartObservesTenantUnmanagedInBatches(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
+	mem := memory.New(memory.WithProject("project-p1"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{"p1-a": mem}}
+	const n = 50
+	var objs []runtime.Object
+	for i := range n {
+		id := mem.AddForeign(fmt.Sprintf("provider-%d", i), fmt.Sprintf("172.23.%d.0/24", i), fmt.Sprintf("172.23.%d.1", i))
+		obj := credNetwork("a", fmt.Sprintf("obs-%d", i), fmt.Sprintf("u%d", i), "", &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"})
+		obj.Spec = samplecrdv1.NetworkSpec{ManagementPolicy: samplecrdv1.ManagementPolicyUnmanaged, Import: &samplecrdv1.NetworkImport{NetworkID: id},
+			CloudCredentialsRef: obj.Spec.CloudCredentialsRef}
+		obj.Finalizers = []string{network.Finalizer}
+		obj.Status.NetworkID, obj.Status.ProjectID = id, "project-p1" // bound before the restart
+		objs = append(objs, obj)
+	}
+	client := fake.NewClientset(objs...)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(1000), network.Options{Backend: memory.New(),
+		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+	defer func() { cancel(); <-done }()
+	for i := range n {
+		waitCondition(ctx, t, client, "a", fmt.Sprintf("obs-%d", i), metav1.ConditionTrue, samplecrdv1.ReasonObserved)
+	}
+	// The first sync may come before the entry's first scan: it imports
+	// its own network; a second may be under way. No more.
+	if got := mem.Stats().Gets; got > 2 {
+		t.Errorf("%d Unmanaged Networks of one entry took %d one-by-one reads (and %d Lists), want their scan's one Observe", n, got, mem.Stats().Lists)
 	}
 }
