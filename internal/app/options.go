@@ -178,13 +178,13 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.IngressClass, "ingress-class", o.IngressClass,
 		"spec.ingressClassName of Ingresses whose Service has no ingress/class annotation. Empty means none (the cluster's default IngressClass).")
 	fs.StringVar(&o.IngressGateway, "ingress-gateway", o.IngressGateway,
-		"<namespace>/<name> of the Gateway that annotated Services without their own ingress/gateway annotation attach to: they get a Gateway API HTTPRoute instead of an Ingress, and their Ingress is deleted once the Gateway accepted the route. A Service with ingress/gateway: \"\" stays on Ingress. Empty means none (every Service without ingress/gateway gets an Ingress).")
+		"<namespace>/<name> of the Gateway that annotated Services without their own ingress/gateway annotation attach to: they get a Gateway API HTTPRoute instead of an Ingress, and their Ingress is deleted once the route serves. A Service with ingress/gateway: \"\" stays on Ingress. Empty means none (every Service without ingress/gateway gets an Ingress).")
 	fs.DurationVar(&o.IngressMoveSettle, "ingress-move-settle", o.IngressMoveSettle,
-		"When a Service moves between Ingress and HTTPRoute, how long the old object is kept after the new one is ready (HTTPRoute Accepted by its Gateway, or Ingress with an address), so that the data plane serves the new one before the old one goes. 0 deletes it at once.")
+		"When a Service moves between Ingress and HTTPRoute, how long the old object is kept after the new one serves (docs/ingress-manager.md, \"When an object serves\"), so that the data plane serves the new one before the old one goes. 0 deletes it at once.")
 	fs.DurationVar(&o.IngressMoveDNSDrain, "ingress-move-dns-drain", o.IngressMoveDNSDrain,
 		"When a Service moves between Ingress and HTTPRoute, how long the old object keeps serving after it was withdrawn from external-dns (by its controller annotation, once the new object is ready and --ingress-move-settle passed), so that DNS resolvers forget its address before it goes; then it is deleted. The default covers external-dns's default --interval (1m) and the common record TTL of 300s. 0 deletes the old object at once, without withdrawing it.")
 	fs.StringVar(&o.IngressURLAnnotation, "ingress-url-annotation", o.IngressURLAnnotation,
-		"Annotation of the Service that ingress-manager writes, once its Ingress has an address or its HTTPRoute is Accepted with its references resolved, with the URL it is served at (https:// with ingress/tls-secret, the host, the path), and removes when the Service is no longer exposed. Empty disables it.")
+		"Annotation of the Service that ingress-manager writes, once its Ingress or HTTPRoute serves it (docs/ingress-manager.md, \"When an object serves\"), with the URL it is served at (https:// with ingress/tls-secret, the host, the path), and removes when the Service is no longer exposed. Empty disables it.")
 	fs.DurationVar(&o.GatewayAPICheckInterval, "gateway-api-check-interval", o.GatewayAPICheckInterval,
 		"How often ingress-manager asks discovery whether the cluster serves the Gateway API (gateway.networking.k8s.io/v1 httproutes): while it does not, to watch HTTPRoutes once it does; while it does, to stop using them (and fall back to Ingress) once it no longer does; both without a restart.")
 

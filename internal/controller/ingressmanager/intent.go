@@ -271,9 +271,9 @@ type Config struct {
 	// written.
 	URLAnnotation string
 	// MoveSettle is how long, when a Service moves between Ingress and
-	// HTTPRoute, the old object is kept after the new one is ready (route
-	// Accepted, Ingress with an address), for the data plane to serve the
-	// new one. 0 deletes it at once.
+	// HTTPRoute, the old object is kept after the new one serves (see
+	// untilServes), for the data plane to serve the new one. 0 deletes it
+	// at once.
 	MoveSettle time.Duration
 	// DNSDrain (--ingress-move-dns-drain) is how long, when a Service moves
 	// between Ingress and HTTPRoute, the old object keeps serving after it

@@ -13,16 +13,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// servedAt is acceptedAt with the references resolved too: a route that
-// serves.
-func servedAt(gen int64) func(*gatewayv1.HTTPRoute) {
-	return func(r *gatewayv1.HTTPRoute) {
-		acceptedAt(gen)(r)
-		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
-			metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: gen})
-	}
-}
-
 // TestParseURL: the URL is the scheme (https with a TLS Secret), the host
 // and the path, when there is one host to name.
 func TestParseURL(t *testing.T) {
