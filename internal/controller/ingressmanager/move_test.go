@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -506,6 +507,82 @@ func TestMoveWaitsForARouteThatServes(t *testing.T) {
 			for _, r := range tc.notWant {
 				if slices.Contains(reasons, r) {
 					t.Errorf("Events %v, want no %s", reasons, r)
+				}
+			}
+		})
+	}
+}
+
+// TestMoveJudgesNoObjectItJustWrote: a sync that writes the object that
+// is to serve (a new generation of the route, a changed Ingress) decides
+// nothing more on it: the status it has is of the version the write
+// replaced (Accepted=True of the old generation, an address for the old
+// host), so the old object of a move is neither withdrawn nor deleted, and
+// a Service with that object alone gets no URL for its new host, until the
+// write's own event brings the Service back.
+func TestMoveJudgesNoObjectItJustWrote(t *testing.T) {
+	twoPatches := func(kind string) []string { return []string{"patch " + kind, "patch " + kind} } // ownership, then the apply
+	for _, tc := range []struct {
+		name    string
+		gateway string
+		drain   time.Duration
+		ingress bool // an Ingress with an address is cached
+		route   bool // a route Accepted and resolved for its generation 1 is cached
+		want    []string
+		event   string // the write's Event
+	}{
+		{name: "to a Gateway, the route rewritten for a new host: the Ingress is not withdrawn",
+			gateway: "gw", drain: testDrain, ingress: true, route: true, want: twoPatches("httproutes"), event: ReasonHTTPRouteUpdated},
+		{name: "to a Gateway without a drain, the route rewritten for a new host: the Ingress is not deleted",
+			gateway: "gw", ingress: true, route: true, want: twoPatches("httproutes"), event: ReasonHTTPRouteUpdated},
+		{name: "back on Ingress, the Ingress rewritten for a new host: the route is not withdrawn",
+			gateway: "", drain: testDrain, ingress: true, route: true, want: twoPatches("ingresses"), event: ReasonIngressUpdated},
+		{name: "on a route alone, rewritten for a new host: no URL for the new host yet",
+			gateway: "gw", route: true, want: twoPatches("httproutes"), event: ReasonHTTPRouteUpdated},
+		{name: "on an Ingress alone, rewritten for a new host: no URL for the new host yet",
+			gateway: "", ingress: true, want: twoPatches("ingresses"), event: ReasonIngressUpdated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, tc.drain)
+			alone := tc.ingress != tc.route
+			if alone {
+				f.c.builder.urlAnnotation = AnnotationURL
+			}
+			svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			svc.ResourceVersion = "1"
+			if tc.ingress {
+				f.addIngress(svc, withAddress)
+			}
+			if tc.route {
+				f.addRoute(svc, servedAt(1))
+			}
+			newUID := types.UID("route-uid")
+			if tc.gateway == "" {
+				newUID = "ingress-uid"
+			}
+			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: newUID, at: testNow.Add(-time.Hour)}
+			svc.Annotations[AnnotationHost] = "new.example.com"
+			if alone {
+				svc.Annotations[AnnotationURL] = "http://example.com/"
+			}
+			f.addService(svc, true)
+			f.clearActions()
+			_ = requeued(t, f.sync(svc))
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			reasons := f.reasons()
+			if !slices.Contains(reasons, tc.event) {
+				t.Errorf("Events %v, want one %s", reasons, tc.event)
+			}
+			for _, r := range []string{ReasonWithdrawnFromDNS, ReasonIngressDeleted, ReasonHTTPRouteDeleted} {
+				if slices.Contains(reasons, r) {
+					t.Errorf("Events %v, want no %s", reasons, r)
+				}
+			}
+			for _, a := range f.kube.Actions() {
+				if a.Matches("patch", "services") {
+					t.Errorf("the Service's URL was written in the sync that wrote what serves it")
 				}
 			}
 		})

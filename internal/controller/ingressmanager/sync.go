@@ -134,10 +134,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			in.Gateway, AnnotationAnnotations, describeKeys(in.AccessControl), insteadOf(in.AccessControl),
 			AnnotationGatewayAcknowledged, AnnotationAnnotations))
 	}
+	var wrote bool
 	if rendering == TargetHTTPRoute {
-		err = c.syncRoute(ctx, svc, in, ing, route, r)
+		wrote, err = c.syncRoute(ctx, svc, in, ing, route, r)
+		if wrote {
+			route = nil // judged by its write's event, not by the status of the version it replaced
+		}
 	} else {
-		err = c.syncIngress(ctx, svc, in, ing, route, r)
+		wrote, err = c.syncIngress(ctx, svc, in, ing, route, r)
+		if wrote {
+			ing = nil // likewise
+		}
 	}
 	// The URL is written once what was there at the start of this sync
 	// serves; it stays while either object does, across a move, and
@@ -158,20 +165,29 @@ func serving(svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HT
 }
 
 // syncIngress converges the Ingress of an enabled Service, then removes the
-// HTTPRoute it replaces once the Ingress serves.
-func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+// HTTPRoute it replaces once the Ingress serves. It reports whether it
+// updated the Ingress.
+func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
 	desired, err := in.Ingress()
 	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return false, fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	// The route, if any, goes on a later sync, once the Ingress has an
-	// address (its events bring the Service back).
-	if ok, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation"); !ok || err != nil {
-		return err
+	// The route, if any, goes on a later sync, once the Ingress serves (its
+	// events bring the Service back). An Ingress this sync updated is
+	// judged on the update's event: its address may be for the old spec.
+	ok, wrote, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation")
+	if !ok || wrote || err != nil {
+		return wrote, err
 	}
+	return false, c.moveToIngress(ctx, svc, ing, route, r)
+}
+
+// moveToIngress returns the Service's Ingress to external-dns if it was
+// withdrawn, and retires the HTTPRoute it replaces once the Ingress serves.
+func (c *Controller) moveToIngress(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
 	// An Ingress the Service moved away from and is back on, withdrawn
 	// from external-dns while it drained, is the one to resolve to again.
 	if err := c.ingress.restore(ctx, ing, fmt.Sprintf("the Service is on Ingress %s again", ing.Name), r); err != nil {
@@ -249,14 +265,15 @@ func (c *Controller) liveService(ctx context.Context, key cache.ObjectName) (*co
 }
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
-// then removes the Ingress it replaces once the route serves.
-func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+// then removes the Ingress it replaces once the route serves. It reports
+// whether it updated the route.
+func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
 	desired, err := in.HTTPRoute()
 	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return false, fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	if ignored := in.IngressOnly; len(ignored) > 0 {
 		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
@@ -269,10 +286,20 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 			AnnotationAnnotations, describeKeys(ignored), desired.Name, insteadOf(ignored)))
 	}
 	// The Ingress, if any, goes on a later sync, once the route serves
-	// (its status update brings the Service back).
-	if ok, err := c.route.converge(ctx, svc, route, desired, r, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`); !ok || err != nil {
-		return err
+	// (its status update brings the Service back). A route this sync
+	// updated is judged on the update's event: its conditions are of the
+	// generation it replaced.
+	ok, wrote, err := c.route.converge(ctx, svc, route, desired, r, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`)
+	if !ok || wrote || err != nil {
+		return wrote, err
 	}
+	return false, c.moveToRoute(ctx, svc, desired.Spec.ParentRefs[0], ing, route, r)
+}
+
+// moveToRoute returns the Service's HTTPRoute to external-dns if it was
+// withdrawn, tells what its Gateway says of it, and retires the Ingress it
+// replaces once the route serves.
+func (c *Controller) moveToRoute(ctx context.Context, svc *corev1.Service, parent gatewayv1.ParentReference, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
 	// A route the Service moved away from and is back on, withdrawn from
 	// external-dns while it drained, is the one to resolve to again.
 	if err := c.route.restore(ctx, route, fmt.Sprintf("the Service is on HTTPRoute %s again", route.Name), r); err != nil {
@@ -281,7 +308,6 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 
 	// Warnings tell what the Gateway says of the route; whether it serves
 	// is untilServes's alone to say.
-	parent := desired.Spec.ParentRefs[0]
 	gw := gatewayName(parent, route.Namespace)
 	for _, st := range parentStatuses(route, parent) {
 		for _, cond := range st.Conditions {

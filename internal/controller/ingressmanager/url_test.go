@@ -85,7 +85,13 @@ func TestSyncURL(t *testing.T) {
 			svc := service(tc.ann, port("http", 80))
 			svc.ResourceVersion = "1"
 			if tc.ingress != nil {
-				f.addIngress(service(nil, port("http", 80)), tc.ingress)
+				// An Ingress as the seed Service has it, or with TLS: an
+				// Ingress the sync rewrites is judged on its next event.
+				made := service(nil, port("http", 80))
+				if _, ok := tc.ann[AnnotationTLSSecret]; ok {
+					made = svc
+				}
+				f.addIngress(made, tc.ingress)
 			}
 			if tc.route != nil {
 				f.addRoute(svc, tc.route)
