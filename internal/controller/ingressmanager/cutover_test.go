@@ -477,3 +477,80 @@ func TestCutoverReturnsTheOldObjectWhenTheNewOneIsNotReady(t *testing.T) {
 		})
 	}
 }
+
+// TestCutoverKeepsTheUsersControllerAnnotation: an old object that carries
+// external-dns's controller annotation of its user's own (to pick an
+// external-dns, or to keep the host out of DNS) gets it back when it is
+// returned to external-dns: the withdrawal remembers it on the object, the
+// return restores it instead of removing it.
+func TestCutoverKeepsTheUsersControllerAnnotation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		own  map[string]string // the user's controller annotations on the Ingress
+	}{
+		{name: "dns-controller on the legacy key", own: map[string]string{AnnotationExternalDNSControllerLegacy: "dns-controller"}},
+		{name: "a value that keeps the host out of DNS, on the current key", own: map[string]string{AnnotationExternalDNSController: "someone-else"}},
+		{name: "values on both keys", own: map[string]string{AnnotationExternalDNSController: "dns-controller", AnnotationExternalDNSControllerLegacy: "dns-controller"}},
+		{name: "none: the keys are removed on return", own: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(withAddress, func(ing *networkingv1.Ingress) {
+				for k, v := range tc.own {
+					metav1.SetMetaDataAnnotation(&ing.ObjectMeta, k, v)
+				}
+			}))
+			f.syncIngressToServer()
+			f.addRoute(svc, servedAt(1))
+			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+			f.addService(svc, true)
+			ings := f.kube.NetworkingV1().Ingresses("default")
+
+			// Withdrawn: both keys say so, whatever the user had.
+			if got := requeued(t, f.sync(svc)); got != testDrain {
+				t.Fatalf("requeued after %v, want the drain", got)
+			}
+			live, err := ings.Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := withdrawnAt(live); !ok {
+				t.Fatalf("not withdrawn: %v", live.Annotations)
+			}
+			if err := f.c.ingresses.Update(live); err != nil {
+				t.Fatal(err)
+			}
+
+			// The route no longer serves: the Ingress is returned to
+			// external-dns with the user's values.
+			route, _, _ := f.routes.GetByKey("default/my-nginx")
+			notServing := route.(*gatewayv1.HTTPRoute).DeepCopy()
+			notServing.Generation = 2
+			if err := f.routes.Update(notServing); err != nil {
+				t.Fatal(err)
+			}
+			f.clearActions()
+			if err := f.sync(svc); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if !slices.Contains(f.reasons(), ReasonReturnedToDNS) {
+				t.Fatal("not returned to external-dns")
+			}
+			live, err = ings.Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withdrawalMarked(live) {
+				t.Errorf("annotations %v still mark it withdrawn", live.Annotations)
+			}
+			for _, k := range externalDNSControllerKeys {
+				want, wantOK := tc.own[k]
+				if got, ok := live.Annotations[k]; got != want || ok != wantOK {
+					t.Errorf("annotation %s = %q (present %v) after the return, want %q (present %v)", k, got, ok, want, wantOK)
+				}
+			}
+		})
+	}
+}
