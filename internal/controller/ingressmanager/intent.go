@@ -838,6 +838,18 @@ func parseAnnotations(ann map[string]string) (map[string]string, *Problem) {
 		return bad("invalid annotation %s %s; a key is an optional DNS-subdomain prefix and \"/\", then a name of at most 63 characters (letters, digits, '-', '_', '.', starting and ending with a letter or digit), %s",
 			plural(len(badKeys), "key", "keys"), listSome(badKeys), example)
 	}
+	var own []string
+	for _, k := range bookkeepingAnnotations {
+		if _, ok := out[k]; ok {
+			own = append(own, quote(k))
+		}
+	}
+	if len(own) > 0 {
+		// The controller writes and removes these on the object itself:
+		// taken from here, each write of it would undo the other's.
+		return bad("%s %s the controller's own, which it writes on the Ingress or HTTPRoute while it moves the Service between them; remove %s from %s",
+			listSome(own), plural(len(own), "is", "are"), plural(len(own), "it", "them"), AnnotationAnnotations)
+	}
 	if err := apivalidation.ValidateAnnotationsSize(out); err != nil {
 		return bad("the annotations are too large (%v)", err)
 	}
