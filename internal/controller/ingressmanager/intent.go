@@ -71,6 +71,13 @@ const (
 	AnnotationURL = "ingress/url"
 )
 
+// settingAnnotations are the Service annotations Parse reads as settings:
+// the URL is never written into one of them.
+var settingAnnotations = []string{
+	AnnotationHTTP, AnnotationHost, AnnotationPath, AnnotationPathType, AnnotationPort, AnnotationClass,
+	AnnotationTLSSecret, AnnotationAnnotations, AnnotationGateway, AnnotationGatewayListener, AnnotationGatewayAcknowledged,
+}
+
 // Reasons of the route's Problems and Warnings (Warning Events).
 const (
 	// ReasonInvalidGateway: ingress/gateway (or --ingress-gateway) is not
@@ -338,6 +345,10 @@ func NewBuilder(cfg Config) (*Builder, error) {
 	if cfg.URLAnnotation != "" {
 		if errs := validation.IsQualifiedName(cfg.URLAnnotation); len(errs) > 0 {
 			return nil, fmt.Errorf("invalid URL annotation %q: %s", cfg.URLAnnotation, strings.Join(errs, "; "))
+		}
+		if slices.Contains(settingAnnotations, cfg.URLAnnotation) || slices.Contains(bookkeepingAnnotations, cfg.URLAnnotation) {
+			return nil, fmt.Errorf("invalid URL annotation %q: it is one of the annotations the ingress-manager reads or keeps for itself (%s); name another, e.g. the default %s",
+				cfg.URLAnnotation, strings.Join(slices.Concat(settingAnnotations, bookkeepingAnnotations), ", "), AnnotationURL)
 		}
 		b.urlAnnotation = cfg.URLAnnotation
 	}

@@ -44,6 +44,11 @@ func TestParseURL(t *testing.T) {
 	if _, err := NewBuilder(Config{URLAnnotation: "not a key"}); err == nil {
 		t.Error("NewBuilder took a URL annotation that is not a valid key")
 	}
+	for _, key := range slices.Concat(settingAnnotations, bookkeepingAnnotations) {
+		if _, err := NewBuilder(Config{URLAnnotation: key}); err == nil {
+			t.Errorf("NewBuilder took URL annotation %s, which the controller reads or keeps", key)
+		}
+	}
 }
 
 // TestSyncURL: the URL is written, by a patch of that one annotation, once
