@@ -861,6 +861,14 @@ func parseAnnotations(ann map[string]string) (map[string]string, *Problem) {
 		return bad("%s %s the controller's own, which it writes on the Ingress or HTTPRoute while it moves the Service between them; remove %s from %s",
 			listSome(own), plural(len(own), "is", "are"), plural(len(own), "it", "them"), AnnotationAnnotations)
 	}
+	for _, k := range externalDNSControllerKeys {
+		if out[k] == withdrawnValue {
+			// The controller takes this value for its own withdrawal and
+			// removes it when the object is to be in DNS.
+			return bad("%s is %s, the value the controller itself writes to withdraw an object from external-dns; use \"dns-controller\" to publish it, or another value to keep it out of DNS",
+				quote(k), quote(withdrawnValue))
+		}
+	}
 	if err := apivalidation.ValidateAnnotationsSize(out); err != nil {
 		return bad("the annotations are too large (%v)", err)
 	}

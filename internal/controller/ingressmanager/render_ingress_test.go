@@ -623,6 +623,11 @@ func TestDesiredErrors(t *testing.T) {
 			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{`"ingress/dns-controller-saved"`, "the controller's own"}},
 		},
 		{
+			name: "annotations giving external-dns's controller annotation the controller's withdrawal value",
+			ann:  map[string]string{AnnotationAnnotations: `{"external-dns.alpha.kubernetes.io/controller": "ingress-manager-withdrawn"}`},
+			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{`"external-dns.alpha.kubernetes.io/controller"`, `"ingress-manager-withdrawn"`, "dns-controller"}},
+		},
+		{
 			name: "annotations too large",
 			ann:  map[string]string{AnnotationAnnotations: `{"a": "` + strings.Repeat("x", 256*1024) + `"}`},
 			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{"too large"}},

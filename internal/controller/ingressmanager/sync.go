@@ -146,9 +146,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			ing = nil // likewise
 		}
 	}
-	// The URL is written once what was there at the start of this sync
-	// serves; it stays while either object does, across a move, and
-	// follows the annotations only when they are valid.
+	// The URL is written once what was there at the start of this sync,
+	// and was not rewritten by it, serves; it stays while either object
+	// does, across a move, and follows the annotations only when they are
+	// valid.
 	if in.invalid(rendering) == nil && serving(svc, ing, route) {
 		if urlErr := c.publishURL(ctx, svc, in, in.URL, r); urlErr != nil {
 			return errors.Join(err, urlErr)
