@@ -47,6 +47,27 @@ PLATFORMS=(linux/amd64 linux/arm64)
 image="${IMAGE_REPO}:${VERSION}"
 chart_version="${VERSION#v}"
 
+# The release replaces DIST: only a directory that is new, empty, or holds
+# what a release writes and nothing else (an earlier release), never one
+# that holds anything of anyone's.
+if [[ -e "${DIST}" || -L "${DIST}" ]]; then
+  [[ -d "${DIST}" && ! -L "${DIST}" ]] ||
+    die "DIST=${DIST} exists and is not a directory; name a new or empty directory (nothing was changed)"
+  others=()
+  while IFS= read -r -d '' f; do
+    name="${f##*/}"
+    if [[ -f "${f}" && ! -L "${f}" ]]; then
+      case "${name}" in
+        SHA256SUMS | install.yaml | controller-manager-*.tgz | controller-manager-*.oci.tar | controller-manager-*-linux-*.cdx.json) continue ;;
+      esac
+    fi
+    others+=("${name}")
+  done < <(find "${DIST}" -mindepth 1 -maxdepth 1 -print0)
+  if ((${#others[@]} > 0)); then
+    die "DIST=${DIST} holds what a release does not write (${others[*]:0:5}$( ((${#others[@]} > 5)) && echo " ...")); the release replaces the whole directory, so name a new or empty one, or that of an earlier release (nothing was changed)"
+  fi
+fi
+
 mkdir -p "${ROOT}/bin"
 work="$(mktemp -d "${ROOT}/bin/.release.XXXXXX")"
 trap 'rm -rf "${work}"' EXIT

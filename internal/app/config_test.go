@@ -67,6 +67,10 @@ func TestCompleteRefusesBadOptions(t *testing.T) {
 	}{
 		{"a field manager the API server refuses, once, under its own flag",
 			func(o *Options) { o.FieldManager = strings.Repeat("m", 129) }, []string{"--field-manager"}},
+		{"a URL annotation that is one of the Service annotations ingress-manager reads",
+			func(o *Options) { o.IngressURLAnnotation = "ingress/host" }, []string{"--ingress-host-template / --ingress-class / --ingress-gateway / --ingress-url-annotation: invalid URL annotation \"ingress/host\": it is"}},
+		{"a URL annotation that is ingress-manager's switch",
+			func(o *Options) { o.IngressURLAnnotation = "ingress/http" }, []string{"--ingress-host-template / --ingress-class / --ingress-gateway / --ingress-url-annotation: invalid URL annotation \"ingress/http\": it is"}},
 		{"a managed-by tag longer than Neutron allows",
 			func(o *Options) { o.NeutronManagedBy = strings.Repeat("m", 60) }, []string{"--neutron-managed-by"}},
 		{"a managed-by tag with a comma, which Neutron's tag lists cannot hold",
@@ -91,6 +95,11 @@ func TestCompleteRefusesBadOptions(t *testing.T) {
 		})
 	}
 	o := NewOptions()
+	o.IngressURLAnnotation = "example.com/url"
+	if _, err := o.Complete(); err != nil {
+		t.Errorf("a URL annotation of its own is refused: %v", err)
+	}
+	o = NewOptions()
 	o.NeutronManagedBy = "cluster/a"
 	if _, err := o.Complete(); err != nil {
 		t.Errorf("a managed-by tag Neutron takes is refused: %v", err)

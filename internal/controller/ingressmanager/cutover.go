@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,7 +41,18 @@ const (
 	// from external-dns; the object is deleted --ingress-move-dns-drain
 	// after that. Kept on the object, the drain survives a restart.
 	AnnotationDNSWithdrawn = "ingress/dns-withdrawn"
+	// AnnotationDNSControllerSaved holds, as a JSON object, the values
+	// external-dns's controller annotations had on the object before it was
+	// withdrawn (set by its user, to pick an external-dns or keep the host
+	// out of DNS): returned to external-dns, the object gets them back
+	// instead of losing them. Absent when it had none.
+	AnnotationDNSControllerSaved = "ingress/dns-controller-saved"
 )
+
+// bookkeepingAnnotations are the annotations the controller keeps on an
+// Ingress or HTTPRoute for itself: never taken from ingress/annotations,
+// whose value would fight the controller's own.
+var bookkeepingAnnotations = []string{AnnotationDNSWithdrawn, AnnotationDNSControllerSaved}
 
 // withdrawnValue is what the controller writes into external-dns's
 // controller annotations: anything but "dns-controller" makes its sources
@@ -105,8 +117,10 @@ func withdrawnAt(obj metav1.Object) (time.Time, bool) {
 // it must be returned to external-dns before it is taken for ready.
 func withdrawalMarked(obj metav1.Object) bool {
 	ann := obj.GetAnnotations()
-	if _, ok := ann[AnnotationDNSWithdrawn]; ok {
-		return true
+	for _, k := range bookkeepingAnnotations {
+		if _, ok := ann[k]; ok {
+			return true
+		}
 	}
 	for _, k := range externalDNSControllerKeys {
 		if ann[k] == withdrawnValue {
@@ -142,14 +156,43 @@ func retire[T object, AC any](ctx context.Context, w *writer[T, AC], d cutover, 
 	return w.delete(ctx, obj, fmt.Sprintf("%s; withdrawn from external-dns at %s, the DNS drain (%v) passed", why, at.UTC().Format(time.RFC3339), d.drain), r)
 }
 
+// savedControllers returns the user's values of external-dns's controller
+// annotations that a withdrawal of obj saved (none when there are none, or
+// the record does not parse: then the keys are removed on return, as when
+// the user had none).
+func savedControllers(ann map[string]string) map[string]string {
+	saved := map[string]string{}
+	if v, ok := ann[AnnotationDNSControllerSaved]; ok {
+		if err := json.Unmarshal([]byte(v), &saved); err != nil {
+			return map[string]string{}
+		}
+	}
+	return saved
+}
+
 // withdraw writes external-dns's controller annotations and the time into
 // obj, by a JSON patch that names those annotations alone and tests obj's
-// UID, so a replacement is never touched.
+// UID, so a replacement is never touched. Values of the controller
+// annotations that are not the controller's own are saved on obj, for
+// restore to put back.
 func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drain time.Duration, why string, r *report) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}}
 	set := map[string]string{AnnotationDNSWithdrawn: now.UTC().Format(time.RFC3339Nano)}
+	keys := append(slices.Clone(externalDNSControllerKeys), AnnotationDNSWithdrawn)
+	saved := savedControllers(obj.GetAnnotations())
 	for _, k := range externalDNSControllerKeys {
+		if v, ok := obj.GetAnnotations()[k]; ok && v != withdrawnValue {
+			saved[k] = v
+		}
 		set[k] = withdrawnValue
+	}
+	if len(saved) > 0 {
+		data, err := json.Marshal(saved)
+		if err != nil {
+			return fmt.Errorf("encoding the controller annotations of %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+		set[AnnotationDNSControllerSaved] = string(data)
+		keys = append(keys, AnnotationDNSControllerSaved)
 	}
 	if len(obj.GetAnnotations()) == 0 {
 		// The test (null: absent) keeps a cache behind the API server from
@@ -157,7 +200,7 @@ func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drai
 		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/annotations", "value": nil},
 			map[string]any{"op": "add", "path": "/metadata/annotations", "value": set})
 	} else {
-		for _, k := range append(externalDNSControllerKeys, AnnotationDNSWithdrawn) {
+		for _, k := range keys {
 			ops = append(ops, map[string]any{"op": "add", "path": annotationPath(k), "value": set[k]})
 		}
 	}
@@ -173,22 +216,31 @@ func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drai
 
 // restore removes the withdrawal annotations from obj, each with a test of
 // the value it had in the cache: a controller annotation someone else set
-// is not ours to remove. It does nothing to an object without them, or one
-// being deleted.
+// is not ours to remove. A controller annotation the withdrawal saved the
+// user's value of gets that value back. It does nothing to an object
+// without them, or one being deleted.
 func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *report) error {
 	if isBeingDeleted(obj) || !withdrawalMarked(obj) {
 		return nil
 	}
 	ann := obj.GetAnnotations()
+	saved := savedControllers(ann)
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}}
-	if v, ok := ann[AnnotationDNSWithdrawn]; ok {
-		p := annotationPath(AnnotationDNSWithdrawn)
-		ops = append(ops, map[string]any{"op": "test", "path": p, "value": v}, map[string]any{"op": "remove", "path": p})
+	for _, k := range bookkeepingAnnotations {
+		if v, ok := ann[k]; ok {
+			p := annotationPath(k)
+			ops = append(ops, map[string]any{"op": "test", "path": p, "value": v}, map[string]any{"op": "remove", "path": p})
+		}
 	}
 	for _, k := range externalDNSControllerKeys {
 		if ann[k] == withdrawnValue {
 			p := annotationPath(k)
-			ops = append(ops, map[string]any{"op": "test", "path": p, "value": withdrawnValue}, map[string]any{"op": "remove", "path": p})
+			ops = append(ops, map[string]any{"op": "test", "path": p, "value": withdrawnValue})
+			if v, ok := saved[k]; ok {
+				ops = append(ops, map[string]any{"op": "replace", "path": p, "value": v})
+			} else {
+				ops = append(ops, map[string]any{"op": "remove", "path": p})
+			}
 		}
 	}
 	done, err := w.patchAnnotations(ctx, obj, ops)

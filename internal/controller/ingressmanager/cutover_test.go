@@ -138,51 +138,51 @@ func TestCutoverWithdrawsThenDrainsThenDeletes(t *testing.T) {
 	}{
 		{name: "to a Gateway, the route accepted and settled: the Ingress is withdrawn first, nothing deleted",
 			gateway: "gw", oldKind: "ingresses",
-			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want: []string{"patch ingresses"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
 		{name: "to a Gateway, the route just accepted: the settle time first, nothing written",
 			gateway: "gw", oldKind: "ingresses", justReady: true,
-			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want: nil, wantAfter: 5 * time.Second},
 		{name: "to a Gateway, an Ingress with annotations of its own: the withdrawal adds its keys alone",
 			gateway: "gw", oldKind: "ingresses", ann: `{"example.com/team":"a"}`,
-			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want: []string{"patch ingresses"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
 		{name: "to a Gateway, mid-drain: no write, a requeue for what is left of the drain",
 			gateway: "gw", oldKind: "ingresses",
 			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-20 * time.Second))},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want:    nil, wantAfter: 40 * time.Second},
 		{name: "to a Gateway, the drain passed: the Ingress is deleted",
 			gateway: "gw", oldKind: "ingresses",
 			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want:    []string{"delete ingresses"}, reason: ReasonIngressDeleted},
 		{name: "back on Ingress, it has an address and settled: the route is withdrawn first, nothing deleted",
 			gateway: "", oldKind: "httproutes",
-			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want: []string{"patch httproutes"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
 		{name: "back on Ingress, mid-drain: no write",
 			gateway: "", oldKind: "httproutes",
 			ingress: []func(*networkingv1.Ingress){withAddress},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-59 * time.Second))},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-59 * time.Second))},
 			want:    nil, wantAfter: time.Second},
 		{name: "back on Ingress, the drain passed: the route is deleted",
 			gateway: "", oldKind: "httproutes",
 			ingress: []func(*networkingv1.Ingress){withAddress},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-2 * testDrain))},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-2 * testDrain))},
 			want:    []string{"delete httproutes"}, reason: ReasonHTTPRouteDeleted},
 		{name: "a withdrawal time ahead of this clock (another leader's) waits one drain at most",
 			gateway: "gw", oldKind: "ingresses",
 			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(time.Hour))},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want:    nil, wantAfter: testDrain},
 		{name: "a withdrawal time that does not parse: withdrawn again, the drain starts over",
 			gateway: "gw", oldKind: "ingresses",
 			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-time.Hour)), func(i *networkingv1.Ingress) {
 				i.Annotations[AnnotationDNSWithdrawn] = "yesterday"
 			}},
-			route: []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want:  []string{"patch ingresses"}, wantAfter: testDrain, reason: ReasonWithdrawnFromDNS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,7 +317,7 @@ func TestCutoverWithoutDrainDeletesAtOnce(t *testing.T) {
 		svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
 		svc.ResourceVersion = "1"
 		f.addIngress(svc, withAddress)
-		f.addRoute(svc, acceptedAt(1))
+		f.addRoute(svc, servedAt(1))
 		f.syncExpecting(svc, []string{tc.want})
 	}
 }
@@ -333,7 +333,7 @@ func TestCutoverSurvivesARestart(t *testing.T) {
 	svc.ResourceVersion = "1"
 	f.addIngress(svc, both(withAddress, withdrawn[*networkingv1.Ingress](at)))
 	f.syncIngressToServer()
-	f.addRoute(svc, acceptedAt(1))
+	f.addRoute(svc, servedAt(1))
 	f.addService(svc, true)
 	f.clearActions()
 	if got := requeued(t, f.sync(svc)); got != 15*time.Second {
@@ -373,11 +373,11 @@ func TestCutoverMoveBackMidDrain(t *testing.T) {
 	}{
 		{name: "back to the withdrawn Ingress", gateway: "",
 			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-10 * time.Second))},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1)},
 			want:    []string{"patch ingresses"}},
 		{name: "back to the withdrawn route", gateway: "gw",
 			ingress: []func(*networkingv1.Ingress){withAddress},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-10 * time.Second))},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-10 * time.Second))},
 			want:    []string{"patch httproutes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -452,11 +452,11 @@ func TestCutoverReturnsTheOldObjectWhenTheNewOneIsNotReady(t *testing.T) {
 	}{
 		{name: "to a Gateway, the route no longer accepted", gateway: "gw",
 			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-10 * time.Second))},
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), func(r *gatewayv1.HTTPRoute) { r.Generation = 2 }},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1), func(r *gatewayv1.HTTPRoute) { r.Generation = 2 }},
 			want:    []string{"patch ingresses"}, reason: ReasonWaitingForHTTPRoute},
 		{name: "back on Ingress, the Ingress without an address", gateway: "",
 			ingress: nil,
-			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-10 * time.Second))},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-10 * time.Second))},
 			want:    []string{"patch httproutes"}, reason: ReasonWaitingForIngress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -472,6 +472,83 @@ func TestCutoverReturnsTheOldObjectWhenTheNewOneIsNotReady(t *testing.T) {
 			for _, want := range []string{tc.reason, ReasonReturnedToDNS} {
 				if !slices.Contains(reasons, want) {
 					t.Errorf("Events %v, want one %s", reasons, want)
+				}
+			}
+		})
+	}
+}
+
+// TestCutoverKeepsTheUsersControllerAnnotation: an old object that carries
+// external-dns's controller annotation of its user's own (to pick an
+// external-dns, or to keep the host out of DNS) gets it back when it is
+// returned to external-dns: the withdrawal remembers it on the object, the
+// return restores it instead of removing it.
+func TestCutoverKeepsTheUsersControllerAnnotation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		own  map[string]string // the user's controller annotations on the Ingress
+	}{
+		{name: "dns-controller on the legacy key", own: map[string]string{AnnotationExternalDNSControllerLegacy: "dns-controller"}},
+		{name: "a value that keeps the host out of DNS, on the current key", own: map[string]string{AnnotationExternalDNSController: "someone-else"}},
+		{name: "values on both keys", own: map[string]string{AnnotationExternalDNSController: "dns-controller", AnnotationExternalDNSControllerLegacy: "dns-controller"}},
+		{name: "none: the keys are removed on return", own: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(withAddress, func(ing *networkingv1.Ingress) {
+				for k, v := range tc.own {
+					metav1.SetMetaDataAnnotation(&ing.ObjectMeta, k, v)
+				}
+			}))
+			f.syncIngressToServer()
+			f.addRoute(svc, servedAt(1))
+			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+			f.addService(svc, true)
+			ings := f.kube.NetworkingV1().Ingresses("default")
+
+			// Withdrawn: both keys say so, whatever the user had.
+			if got := requeued(t, f.sync(svc)); got != testDrain {
+				t.Fatalf("requeued after %v, want the drain", got)
+			}
+			live, err := ings.Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := withdrawnAt(live); !ok {
+				t.Fatalf("not withdrawn: %v", live.Annotations)
+			}
+			if err := f.c.ingresses.Update(live); err != nil {
+				t.Fatal(err)
+			}
+
+			// The route no longer serves: the Ingress is returned to
+			// external-dns with the user's values.
+			route, _, _ := f.routes.GetByKey("default/my-nginx")
+			notServing := route.(*gatewayv1.HTTPRoute).DeepCopy()
+			notServing.Generation = 2
+			if err := f.routes.Update(notServing); err != nil {
+				t.Fatal(err)
+			}
+			f.clearActions()
+			if err := f.sync(svc); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if !slices.Contains(f.reasons(), ReasonReturnedToDNS) {
+				t.Fatal("not returned to external-dns")
+			}
+			live, err = ings.Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withdrawalMarked(live) {
+				t.Errorf("annotations %v still mark it withdrawn", live.Annotations)
+			}
+			for _, k := range externalDNSControllerKeys {
+				want, wantOK := tc.own[k]
+				if got, ok := live.Annotations[k]; got != want || ok != wantOK {
+					t.Errorf("annotation %s = %q (present %v) after the return, want %q (present %v)", k, got, ok, want, wantOK)
 				}
 			}
 		})

@@ -44,15 +44,17 @@ const (
 	// Accepted=False condition of the route; the Ingress stays.
 	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
 	// ReasonHTTPRouteRefsNotResolved (Warning) carries the Gateway's
-	// ResolvedRefs=False condition of the route; the Ingress stays.
+	// ResolvedRefs=False condition of the route; the route does not serve,
+	// so the Ingress stays, in external-dns.
 	ReasonHTTPRouteRefsNotResolved = "HTTPRouteRefsNotResolved"
 	// ReasonWaitingForHTTPRoute (Normal): the Ingress is kept until the
-	// Gateway accepts the route that replaces it (and --ingress-move-settle
-	// passed).
+	// route that replaces it serves (its Gateway accepted it and resolved
+	// its references, for its current generation) and --ingress-move-settle
+	// passed.
 	ReasonWaitingForHTTPRoute = "WaitingForHTTPRoute"
 	// ReasonWaitingForIngress (Normal): the HTTPRoute is kept until the
-	// Ingress that replaces it has an address (and --ingress-move-settle
-	// passed).
+	// Ingress that replaces it serves (has an address) and
+	// --ingress-move-settle passed.
 	ReasonWaitingForIngress = "WaitingForIngress"
 )
 

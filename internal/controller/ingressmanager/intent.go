@@ -71,6 +71,13 @@ const (
 	AnnotationURL = "ingress/url"
 )
 
+// settingAnnotations are the Service annotations Parse reads as settings:
+// the URL is never written into one of them.
+var settingAnnotations = []string{
+	AnnotationHTTP, AnnotationHost, AnnotationPath, AnnotationPathType, AnnotationPort, AnnotationClass,
+	AnnotationTLSSecret, AnnotationAnnotations, AnnotationGateway, AnnotationGatewayListener, AnnotationGatewayAcknowledged,
+}
+
 // Reasons of the route's Problems and Warnings (Warning Events).
 const (
 	// ReasonInvalidGateway: ingress/gateway (or --ingress-gateway) is not
@@ -271,9 +278,9 @@ type Config struct {
 	// written.
 	URLAnnotation string
 	// MoveSettle is how long, when a Service moves between Ingress and
-	// HTTPRoute, the old object is kept after the new one is ready (route
-	// Accepted, Ingress with an address), for the data plane to serve the
-	// new one. 0 deletes it at once.
+	// HTTPRoute, the old object is kept after the new one serves (see
+	// untilServes), for the data plane to serve the new one. 0 deletes it
+	// at once.
 	MoveSettle time.Duration
 	// DNSDrain (--ingress-move-dns-drain) is how long, when a Service moves
 	// between Ingress and HTTPRoute, the old object keeps serving after it
@@ -338,6 +345,10 @@ func NewBuilder(cfg Config) (*Builder, error) {
 	if cfg.URLAnnotation != "" {
 		if errs := validation.IsQualifiedName(cfg.URLAnnotation); len(errs) > 0 {
 			return nil, fmt.Errorf("invalid URL annotation %q: %s", cfg.URLAnnotation, strings.Join(errs, "; "))
+		}
+		if slices.Contains(settingAnnotations, cfg.URLAnnotation) || slices.Contains(bookkeepingAnnotations, cfg.URLAnnotation) {
+			return nil, fmt.Errorf("invalid URL annotation %q: it is one of the annotations the ingress-manager reads or keeps for itself (%s); name another, e.g. the default %s",
+				cfg.URLAnnotation, strings.Join(slices.Concat(settingAnnotations, bookkeepingAnnotations), ", "), AnnotationURL)
 		}
 		b.urlAnnotation = cfg.URLAnnotation
 	}
@@ -837,6 +848,26 @@ func parseAnnotations(ann map[string]string) (map[string]string, *Problem) {
 	if len(badKeys) > 0 {
 		return bad("invalid annotation %s %s; a key is an optional DNS-subdomain prefix and \"/\", then a name of at most 63 characters (letters, digits, '-', '_', '.', starting and ending with a letter or digit), %s",
 			plural(len(badKeys), "key", "keys"), listSome(badKeys), example)
+	}
+	var own []string
+	for _, k := range bookkeepingAnnotations {
+		if _, ok := out[k]; ok {
+			own = append(own, quote(k))
+		}
+	}
+	if len(own) > 0 {
+		// The controller writes and removes these on the object itself:
+		// taken from here, each write of it would undo the other's.
+		return bad("%s %s the controller's own, which it writes on the Ingress or HTTPRoute while it moves the Service between them; remove %s from %s",
+			listSome(own), plural(len(own), "is", "are"), plural(len(own), "it", "them"), AnnotationAnnotations)
+	}
+	for _, k := range externalDNSControllerKeys {
+		if out[k] == withdrawnValue {
+			// The controller takes this value for its own withdrawal and
+			// removes it when the object is to be in DNS.
+			return bad("%s is %s, the value the controller itself writes to withdraw an object from external-dns; use \"dns-controller\" to publish it, or another value to keep it out of DNS",
+				quote(k), quote(withdrawnValue))
+		}
 	}
 	if err := apivalidation.ValidateAnnotationsSize(out); err != nil {
 		return bad("the annotations are too large (%v)", err)

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -169,6 +170,16 @@ func acceptedAt(gen int64) func(*gatewayv1.HTTPRoute) {
 	}
 }
 
+// servedAt is acceptedAt with the references resolved too: a route that
+// serves.
+func servedAt(gen int64) func(*gatewayv1.HTTPRoute) {
+	return func(r *gatewayv1.HTTPRoute) {
+		acceptedAt(gen)(r)
+		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
+			metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: gen})
+	}
+}
+
 func both[T any](fs ...func(T)) func(T) {
 	return func(o T) {
 		for _, f := range fs {
@@ -194,25 +205,25 @@ func TestMoveNeverTrustsAnObjectBeingDeleted(t *testing.T) {
 		notWant string                      // an Event not expected, if any
 	}{
 		{name: "back on Ingress: an Ingress with an address replaces the route",
-			gateway: "", enabled: true, ingress: withAddress, route: acceptedAt(1),
+			gateway: "", enabled: true, ingress: withAddress, route: servedAt(1),
 			want: []string{"delete httproutes"}, reason: ReasonHTTPRouteDeleted},
 		{name: "back on Ingress: an Ingress being deleted, with its old address, does not replace the route",
-			gateway: "", enabled: true, ingress: both(withAddress, markDeleting[*networkingv1.Ingress]), route: acceptedAt(1),
+			gateway: "", enabled: true, ingress: both(withAddress, markDeleting[*networkingv1.Ingress]), route: servedAt(1),
 			reason: ReasonWaitingForIngress, notWant: ReasonHTTPRouteDeleted},
 		{name: "on a Gateway: an accepted route replaces the Ingress",
-			gateway: "gw", enabled: true, ingress: withAddress, route: acceptedAt(1),
+			gateway: "gw", enabled: true, ingress: withAddress, route: servedAt(1),
 			want: []string{"delete ingresses"}, reason: ReasonIngressDeleted},
 		{name: "on a Gateway: a route being deleted, with its old Accepted=True, does not replace the Ingress",
-			gateway: "gw", enabled: true, ingress: withAddress, route: both(acceptedAt(1), markDeleting[*gatewayv1.HTTPRoute]),
+			gateway: "gw", enabled: true, ingress: withAddress, route: both(servedAt(1), markDeleting[*gatewayv1.HTTPRoute]),
 			reason: ReasonWaitingForHTTPRoute, notWant: ReasonIngressDeleted},
 		{name: "on a Gateway: Accepted=True of an older generation of the route does not replace the Ingress",
-			gateway: "gw", enabled: true, ingress: withAddress, route: both(acceptedAt(1), func(r *gatewayv1.HTTPRoute) { r.Generation = 2 }),
+			gateway: "gw", enabled: true, ingress: withAddress, route: both(servedAt(1), func(r *gatewayv1.HTTPRoute) { r.Generation = 2 }),
 			reason: ReasonWaitingForHTTPRoute, notWant: ReasonIngressDeleted},
 		{name: "on a Gateway: an Ingress being deleted is not deleted again once the route is accepted",
-			gateway: "gw", enabled: true, ingress: both(withAddress, markDeleting[*networkingv1.Ingress]), route: acceptedAt(1),
+			gateway: "gw", enabled: true, ingress: both(withAddress, markDeleting[*networkingv1.Ingress]), route: servedAt(1),
 			notWant: ReasonIngressDeleted},
 		{name: "back on Ingress: a route being deleted is not deleted again once the Ingress has an address",
-			gateway: "", enabled: true, ingress: withAddress, route: both(acceptedAt(1), markDeleting[*gatewayv1.HTTPRoute]),
+			gateway: "", enabled: true, ingress: withAddress, route: both(servedAt(1), markDeleting[*gatewayv1.HTTPRoute]),
 			notWant: ReasonHTTPRouteDeleted},
 		{name: "annotation removed: an Ingress being deleted is not deleted again",
 			gateway: "", enabled: false, ingress: markDeleting[*networkingv1.Ingress],
@@ -379,20 +390,20 @@ func TestAccessControlKeepsTheIngress(t *testing.T) {
 			svc: onGateway(nil), ingress: withAddress,
 			reasons: []string{ReasonAccessControlOnIngress}},
 		{name: "on a route: an Ingress again, the route kept",
-			svc: onGateway(nil), route: acceptedAt(1),
+			svc: onGateway(nil), route: servedAt(1),
 			want: []string{"create ingresses"}, reasons: []string{ReasonAccessControlOnIngress, ReasonIngressCreated}},
 		{name: "on a route, its new Ingress without an address yet: the route stays",
-			svc: onGateway(nil), ingress: func(*networkingv1.Ingress) {}, route: acceptedAt(1),
+			svc: onGateway(nil), ingress: func(*networkingv1.Ingress) {}, route: servedAt(1),
 			reasons: []string{ReasonAccessControlOnIngress, ReasonWaitingForIngress}},
 		{name: "on a route, its new Ingress has an address: the route goes",
-			svc: onGateway(nil), ingress: withAddress, route: acceptedAt(1),
+			svc: onGateway(nil), ingress: withAddress, route: servedAt(1),
 			want: []string{"delete httproutes"}, reasons: []string{ReasonAccessControlOnIngress, ReasonHTTPRouteDeleted}},
 		{name: "acknowledged only in part: it stays",
 			svc: onGateway(map[string]string{AnnotationGatewayAcknowledged: "nginx.ingress.kubernetes.io/auth-type"}), ingress: withAddress,
 			reasons: []string{ReasonAccessControlOnIngress}},
 		{name: "acknowledged: the route is made, and the Ingress goes once it is accepted",
 			svc:     onGateway(map[string]string{AnnotationGatewayAcknowledged: "nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type"}),
-			ingress: withAddress, route: acceptedAt(1),
+			ingress: withAddress, route: servedAt(1),
 			want: []string{"delete ingresses"}, reasons: []string{ReasonIgnoredForRoute, ReasonIngressDeleted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -407,6 +418,172 @@ func TestAccessControlKeepsTheIngress(t *testing.T) {
 			f.syncExpecting(tc.svc, tc.want)
 			if got := f.reasons(); !slices.Equal(got, tc.reasons) {
 				t.Errorf("Events = %q, want %q", got, tc.reasons)
+			}
+		})
+	}
+}
+
+// refsAt sets the route's ResolvedRefs condition for Gateway gw, observed
+// at generation gen, beside what the route already reports.
+func refsAt(gen int64, status metav1.ConditionStatus) func(*gatewayv1.HTTPRoute) {
+	return func(r *gatewayv1.HTTPRoute) {
+		if len(r.Status.Parents) == 0 {
+			r.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "gw"}, ControllerName: "example.com/gateway"}}
+		}
+		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
+			metav1.Condition{Type: "ResolvedRefs", Status: status, Reason: "BackendNotFound", ObservedGeneration: gen})
+	}
+}
+
+// TestMoveWaitsForARouteThatServes: the Ingress a Service moves away from
+// is withdrawn from DNS and retired only once the route serves: Accepted
+// and ResolvedRefs true, both for the route's current generation, for its
+// Gateway. A route accepted whose backend cannot be resolved answers 500:
+// the Ingress stays, and stays in (or goes back to) DNS.
+func TestMoveWaitsForARouteThatServes(t *testing.T) {
+	withdrawnIngress := withdrawn[*networkingv1.Ingress](testNow.Add(-10 * time.Second))
+	for _, tc := range []struct {
+		name    string
+		ingress []func(*networkingv1.Ingress)
+		route   []func(*gatewayv1.HTTPRoute)
+		want    []string // writes
+		reasons []string // Events expected
+		notWant []string // Events not expected
+	}{
+		{name: "Accepted with ResolvedRefs=True: the Ingress is withdrawn",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), refsAt(1, metav1.ConditionTrue)},
+			want:    []string{"patch ingresses"}, reasons: []string{ReasonWithdrawnFromDNS}},
+		{name: "Accepted with ResolvedRefs=False: the Ingress stays in DNS",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), refsAt(1, metav1.ConditionFalse)},
+			reasons: []string{ReasonWaitingForHTTPRoute, ReasonHTTPRouteRefsNotResolved}, notWant: []string{ReasonWithdrawnFromDNS, ReasonIngressDeleted}},
+		{name: "Accepted with no ResolvedRefs reported: the Ingress stays in DNS",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1)},
+			reasons: []string{ReasonWaitingForHTTPRoute}, notWant: []string{ReasonWithdrawnFromDNS, ReasonIngressDeleted}},
+		{name: "ResolvedRefs=True of an older generation: the Ingress stays in DNS",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route: []func(*gatewayv1.HTTPRoute){acceptedAt(2), refsAt(1, metav1.ConditionTrue), func(r *gatewayv1.HTTPRoute) {
+				r.Generation = 2
+			}},
+			reasons: []string{ReasonWaitingForHTTPRoute}, notWant: []string{ReasonWithdrawnFromDNS, ReasonIngressDeleted}},
+		{name: "Accepted and resolved for another Gateway only: the Ingress stays in DNS",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route: []func(*gatewayv1.HTTPRoute){acceptedAt(1), refsAt(1, metav1.ConditionTrue), func(r *gatewayv1.HTTPRoute) {
+				r.Status.Parents[0].ParentRef.Name = "other"
+			}},
+			reasons: []string{ReasonWaitingForHTTPRoute}, notWant: []string{ReasonWithdrawnFromDNS, ReasonIngressDeleted}},
+		{name: "Accepted with ResolvedRefs=False mid-drain: the Ingress is returned to DNS, not deleted",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawnIngress},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), refsAt(1, metav1.ConditionFalse)},
+			want:    []string{"patch ingresses"}, reasons: []string{ReasonWaitingForHTTPRoute, ReasonReturnedToDNS}, notWant: []string{ReasonIngressDeleted}},
+		{name: "Accepted with ResolvedRefs=False after the drain: the Ingress is returned to DNS, not deleted",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-2 * testDrain))},
+			route:   []func(*gatewayv1.HTTPRoute){acceptedAt(1), refsAt(1, metav1.ConditionFalse)},
+			want:    []string{"patch ingresses"}, reasons: []string{ReasonReturnedToDNS}, notWant: []string{ReasonIngressDeleted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(tc.ingress...))
+			f.syncIngressToServer()
+			f.addRoute(svc, both(tc.route...))
+			// Settled: only readiness decides.
+			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+			f.addService(svc, true)
+			f.clearActions()
+			_ = requeued(t, f.sync(svc))
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			reasons := f.reasons()
+			for _, r := range tc.reasons {
+				if !slices.Contains(reasons, r) {
+					t.Errorf("Events %v, want one %s", reasons, r)
+				}
+			}
+			for _, r := range tc.notWant {
+				if slices.Contains(reasons, r) {
+					t.Errorf("Events %v, want no %s", reasons, r)
+				}
+			}
+		})
+	}
+}
+
+// TestMoveJudgesNoObjectItJustWrote: a sync that writes the object that
+// is to serve (a new generation of the route, a changed Ingress) decides
+// nothing more on it: the status it has is of the version the write
+// replaced (Accepted=True of the old generation, an address for the old
+// host), so the old object of a move is neither withdrawn nor deleted, and
+// a Service with that object alone gets no URL for its new host, until the
+// write's own event brings the Service back.
+func TestMoveJudgesNoObjectItJustWrote(t *testing.T) {
+	twoPatches := func(kind string) []string { return []string{"patch " + kind, "patch " + kind} } // ownership, then the apply
+	for _, tc := range []struct {
+		name    string
+		gateway string
+		drain   time.Duration
+		ingress bool // an Ingress with an address is cached
+		route   bool // a route Accepted and resolved for its generation 1 is cached
+		want    []string
+		event   string // the write's Event
+	}{
+		{name: "to a Gateway, the route rewritten for a new host: the Ingress is not withdrawn",
+			gateway: "gw", drain: testDrain, ingress: true, route: true, want: twoPatches("httproutes"), event: ReasonHTTPRouteUpdated},
+		{name: "to a Gateway without a drain, the route rewritten for a new host: the Ingress is not deleted",
+			gateway: "gw", ingress: true, route: true, want: twoPatches("httproutes"), event: ReasonHTTPRouteUpdated},
+		{name: "back on Ingress, the Ingress rewritten for a new host: the route is not withdrawn",
+			gateway: "", drain: testDrain, ingress: true, route: true, want: twoPatches("ingresses"), event: ReasonIngressUpdated},
+		{name: "on a route alone, rewritten for a new host: no URL for the new host yet",
+			gateway: "gw", route: true, want: twoPatches("httproutes"), event: ReasonHTTPRouteUpdated},
+		{name: "on an Ingress alone, rewritten for a new host: no URL for the new host yet",
+			gateway: "", ingress: true, want: twoPatches("ingresses"), event: ReasonIngressUpdated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, tc.drain)
+			alone := tc.ingress != tc.route
+			if alone {
+				f.c.builder.urlAnnotation = AnnotationURL
+			}
+			svc := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			svc.ResourceVersion = "1"
+			if tc.ingress {
+				f.addIngress(svc, withAddress)
+			}
+			if tc.route {
+				f.addRoute(svc, servedAt(1))
+			}
+			newUID := types.UID("route-uid")
+			if tc.gateway == "" {
+				newUID = "ingress-uid"
+			}
+			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: newUID, at: testNow.Add(-time.Hour)}
+			svc.Annotations[AnnotationHost] = "new.example.com"
+			if alone {
+				svc.Annotations[AnnotationURL] = "http://example.com/"
+			}
+			f.addService(svc, true)
+			f.clearActions()
+			_ = requeued(t, f.sync(svc))
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			reasons := f.reasons()
+			if !slices.Contains(reasons, tc.event) {
+				t.Errorf("Events %v, want one %s", reasons, tc.event)
+			}
+			for _, r := range []string{ReasonWithdrawnFromDNS, ReasonIngressDeleted, ReasonHTTPRouteDeleted} {
+				if slices.Contains(reasons, r) {
+					t.Errorf("Events %v, want no %s", reasons, r)
+				}
+			}
+			for _, a := range f.kube.Actions() {
+				if a.Matches("patch", "services") {
+					t.Errorf("the Service's URL was written in the sync that wrote what serves it")
+				}
 			}
 		})
 	}

@@ -613,6 +613,21 @@ func TestDesiredErrors(t *testing.T) {
 			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{`kubernetes.io/ingress.class is "traefik"`, `is "nginx"`}},
 		},
 		{
+			name: "annotations naming the controller's own withdrawal time",
+			ann:  map[string]string{AnnotationAnnotations: `{"ingress/dns-withdrawn": "2030-01-01T00:00:00Z", "team": "a"}`},
+			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{`"ingress/dns-withdrawn"`, "the controller's own", "remove"}},
+		},
+		{
+			name: "annotations naming the controller's own saved controller annotations",
+			ann:  map[string]string{AnnotationAnnotations: `{"ingress/dns-controller-saved": "{}"}`},
+			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{`"ingress/dns-controller-saved"`, "the controller's own"}},
+		},
+		{
+			name: "annotations giving external-dns's controller annotation the controller's withdrawal value",
+			ann:  map[string]string{AnnotationAnnotations: `{"external-dns.alpha.kubernetes.io/controller": "ingress-manager-withdrawn"}`},
+			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{`"external-dns.alpha.kubernetes.io/controller"`, `"ingress-manager-withdrawn"`, "dns-controller"}},
+		},
+		{
 			name: "annotations too large",
 			ann:  map[string]string{AnnotationAnnotations: `{"a": "` + strings.Repeat("x", 256*1024) + `"}`},
 			want: want{ReasonInvalidAnnotations, AnnotationAnnotations, []string{"too large"}},

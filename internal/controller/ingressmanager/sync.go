@@ -134,14 +134,22 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			in.Gateway, AnnotationAnnotations, describeKeys(in.AccessControl), insteadOf(in.AccessControl),
 			AnnotationGatewayAcknowledged, AnnotationAnnotations))
 	}
+	var wrote bool
 	if rendering == TargetHTTPRoute {
-		err = c.syncRoute(ctx, svc, in, ing, route, r)
+		wrote, err = c.syncRoute(ctx, svc, in, ing, route, r)
+		if wrote {
+			route = nil // judged by its write's event, not by the status of the version it replaced
+		}
 	} else {
-		err = c.syncIngress(ctx, svc, in, ing, route, r)
+		wrote, err = c.syncIngress(ctx, svc, in, ing, route, r)
+		if wrote {
+			ing = nil // likewise
+		}
 	}
-	// The URL is written once what was there at the start of this sync
-	// serves; it stays while either object does, across a move, and
-	// follows the annotations only when they are valid.
+	// The URL is written once what was there at the start of this sync,
+	// and was not rewritten by it, serves; it stays while either object
+	// does, across a move, and follows the annotations only when they are
+	// valid.
 	if in.invalid(rendering) == nil && serving(svc, ing, route) {
 		if urlErr := c.publishURL(ctx, svc, in, in.URL, r); urlErr != nil {
 			return errors.Join(err, urlErr)
@@ -150,47 +158,37 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	return err
 }
 
-// serving reports whether the Service's own Ingress has an address, or its
-// own HTTPRoute is Accepted with its references resolved, both for its
-// current generation: then the URL leads somewhere.
+// serving reports whether the Service's own Ingress or HTTPRoute serves it
+// (see untilServes): then the URL leads somewhere.
 func serving(svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute) bool {
-	if ing != nil && isControlledBy(ing, svc) && ingressReady(ing) {
-		return true
-	}
-	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
-		return false
-	}
-	for _, st := range route.Status.Parents {
-		accepted, resolved := false, false
-		for _, cond := range st.Conditions {
-			if cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != route.Generation {
-				continue
-			}
-			accepted = accepted || cond.Type == string(gatewayv1.RouteConditionAccepted)
-			resolved = resolved || cond.Type == string(gatewayv1.RouteConditionResolvedRefs)
-		}
-		if accepted && resolved {
-			return true
-		}
-	}
-	return false
+	return ing != nil && isControlledBy(ing, svc) && serves(ing) ||
+		route != nil && isControlledBy(route, svc) && serves(route)
 }
 
 // syncIngress converges the Ingress of an enabled Service, then removes the
-// HTTPRoute it replaces once the Ingress has an address.
-func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+// HTTPRoute it replaces once the Ingress serves. It reports whether it
+// updated the Ingress.
+func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
 	desired, err := in.Ingress()
 	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return false, fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	// The route, if any, goes on a later sync, once the Ingress has an
-	// address (its events bring the Service back).
-	if ok, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation"); !ok || err != nil {
-		return err
+	// The route, if any, goes on a later sync, once the Ingress serves (its
+	// events bring the Service back). An Ingress this sync updated is
+	// judged on the update's event: its address may be for the old spec.
+	ok, wrote, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation")
+	if !ok || wrote || err != nil {
+		return wrote, err
 	}
+	return false, c.moveToIngress(ctx, svc, ing, route, r)
+}
+
+// moveToIngress returns the Service's Ingress to external-dns if it was
+// withdrawn, and retires the HTTPRoute it replaces once the Ingress serves.
+func (c *Controller) moveToIngress(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
 	// An Ingress the Service moved away from and is back on, withdrawn
 	// from external-dns while it drained, is the one to resolve to again.
 	if err := c.ingress.restore(ctx, ing, fmt.Sprintf("the Service is on Ingress %s again", ing.Name), r); err != nil {
@@ -199,18 +197,10 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *I
 	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
 		return nil
 	}
-	if !ingressReady(ing) {
+	if until := untilServes(ing); until != "" {
 		c.settling.reset(svc)
-		until := fmt.Sprintf("Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", ing.Name)
-		if isBeingDeleted(ing) {
-			until = fmt.Sprintf("Ingress %s, which is being deleted, is gone and its replacement has an address (status.loadBalancer.ingress)", ing.Name)
-		}
 		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf("Keeping HTTPRoute %s until %s", route.Name, until))
-		why := fmt.Sprintf("Ingress %s, which replaces it, has no address", ing.Name)
-		if isBeingDeleted(ing) {
-			why = fmt.Sprintf("Ingress %s, which replaced it, is being deleted", ing.Name)
-		}
-		return c.route.restore(ctx, route, why, r)
+		return c.route.restore(ctx, route, fmt.Sprintf("it is kept until %s", until), r)
 	}
 	if withdrawalMarked(ing) {
 		// Not back in external-dns as far as the cache knows: the route
@@ -257,14 +247,6 @@ func reportInvalid(ctx context.Context, r *report, err error, meanwhile string) 
 	return true
 }
 
-// ingressReady reports whether an Ingress controller took ing: it published
-// an address. Ingress has no condition saying more, so this is the signal
-// the move back from an HTTPRoute waits for. An Ingress being deleted keeps
-// its address in status while its load balancer is torn down: not ready.
-func ingressReady(ing *networkingv1.Ingress) bool {
-	return len(ing.Status.LoadBalancer.Ingress) > 0 && !isBeingDeleted(ing)
-}
-
 // A Service absent from the cache is read from the API server before what
 // it owned is deleted.
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
@@ -284,14 +266,15 @@ func (c *Controller) liveService(ctx context.Context, key cache.ObjectName) (*co
 }
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
-// then removes the Ingress it replaces once the Gateway accepted the route.
-func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
+// then removes the Ingress it replaces once the route serves. It reports
+// whether it updated the route.
+func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
 	desired, err := in.HTTPRoute()
 	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return false, fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	if ignored := in.IngressOnly; len(ignored) > 0 {
 		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
@@ -303,31 +286,33 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 			"%s sets %s, read only by an Ingress controller and ignored on HTTPRoute %s; with the Gateway API, use instead: %s",
 			AnnotationAnnotations, describeKeys(ignored), desired.Name, insteadOf(ignored)))
 	}
-	// The Ingress, if any, goes on a later sync, once the Gateway accepted
-	// the route (its status update brings the Service back).
-	if ok, err := c.route.converge(ctx, svc, route, desired, r, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`); !ok || err != nil {
-		return err
+	// The Ingress, if any, goes on a later sync, once the route serves
+	// (its status update brings the Service back). A route this sync
+	// updated is judged on the update's event: its conditions are of the
+	// generation it replaced.
+	ok, wrote, err := c.route.converge(ctx, svc, route, desired, r, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`)
+	if !ok || wrote || err != nil {
+		return wrote, err
 	}
+	return false, c.moveToRoute(ctx, svc, desired.Spec.ParentRefs[0], ing, route, r)
+}
+
+// moveToRoute returns the Service's HTTPRoute to external-dns if it was
+// withdrawn, tells what its Gateway says of it, and retires the Ingress it
+// replaces once the route serves.
+func (c *Controller) moveToRoute(ctx context.Context, svc *corev1.Service, parent gatewayv1.ParentReference, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
 	// A route the Service moved away from and is back on, withdrawn from
 	// external-dns while it drained, is the one to resolve to again.
 	if err := c.route.restore(ctx, route, fmt.Sprintf("the Service is on HTTPRoute %s again", route.Name), r); err != nil {
 		return err
 	}
 
-	parent := desired.Spec.ParentRefs[0]
+	// Warnings tell what the Gateway says of the route; whether it serves
+	// is untilServes's alone to say.
 	gw := gatewayName(parent, route.Namespace)
-	// Accepted=True counts for the route as it is now only: of an older
-	// generation it may be for another parent, host or backend.
-	accepted, acceptedBefore := false, false
 	for _, st := range parentStatuses(route, parent) {
 		for _, cond := range st.Conditions {
 			switch {
-			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionTrue:
-				if cond.ObservedGeneration == route.Generation {
-					accepted = true
-				} else {
-					acceptedBefore = true
-				}
 			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionFalse:
 				r.warn(ReasonHTTPRouteNotAccepted, conditionID(route, cond), fmt.Sprintf(
 					"Gateway %s (%s) does not accept HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
@@ -340,21 +325,10 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 	if ing == nil || !isControlledBy(ing, svc) || isBeingDeleted(ing) {
 		return nil
 	}
-	if !accepted || isBeingDeleted(route) {
+	if until := untilServes(route); until != "" {
 		c.settling.reset(svc)
-		until := fmt.Sprintf("Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", gw, route.Name)
-		switch {
-		case isBeingDeleted(route):
-			until = fmt.Sprintf("HTTPRoute %s, which is being deleted, is gone and Gateway %s accepts its replacement", route.Name, gw)
-		case acceptedBefore:
-			until = fmt.Sprintf("Gateway %s accepts generation %d of HTTPRoute %s (its Accepted=True is of an older generation)", gw, route.Generation, route.Name)
-		}
 		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf("Keeping Ingress %s until %s", ing.Name, until))
-		why := fmt.Sprintf("HTTPRoute %s, which replaces it, is not accepted for its generation %d", route.Name, route.Generation)
-		if isBeingDeleted(route) {
-			why = fmt.Sprintf("HTTPRoute %s, which replaced it, is being deleted", route.Name)
-		}
-		return c.ingress.restore(ctx, ing, why, r)
+		return c.ingress.restore(ctx, ing, fmt.Sprintf("it is kept until %s", until), r)
 	}
 	if withdrawalMarked(route) {
 		// Not back in external-dns as far as the cache knows: the Ingress
@@ -367,7 +341,7 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 			return &controller.RequeueAfter{Delay: wait}
 		}
 	}
-	return retire(ctx, c.ingress, c.cutover, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it", gw, route.Name), r)
+	return retire(ctx, c.ingress, c.cutover, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it, and resolved its references", gw, route.Name), r)
 }
 
 // parentStatuses returns the entries of route's status for parent (one per

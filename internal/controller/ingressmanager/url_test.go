@@ -13,16 +13,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// servedAt is acceptedAt with the references resolved too: a route that
-// serves.
-func servedAt(gen int64) func(*gatewayv1.HTTPRoute) {
-	return func(r *gatewayv1.HTTPRoute) {
-		acceptedAt(gen)(r)
-		r.Status.Parents[0].Conditions = append(r.Status.Parents[0].Conditions,
-			metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: gen})
-	}
-}
-
 // TestParseURL: the URL is the scheme (https with a TLS Secret), the host
 // and the path, when there is one host to name.
 func TestParseURL(t *testing.T) {
@@ -53,6 +43,11 @@ func TestParseURL(t *testing.T) {
 	}
 	if _, err := NewBuilder(Config{URLAnnotation: "not a key"}); err == nil {
 		t.Error("NewBuilder took a URL annotation that is not a valid key")
+	}
+	for _, key := range slices.Concat(settingAnnotations, bookkeepingAnnotations) {
+		if _, err := NewBuilder(Config{URLAnnotation: key}); err == nil {
+			t.Errorf("NewBuilder took URL annotation %s, which the controller reads or keeps", key)
+		}
 	}
 }
 
@@ -95,7 +90,13 @@ func TestSyncURL(t *testing.T) {
 			svc := service(tc.ann, port("http", 80))
 			svc.ResourceVersion = "1"
 			if tc.ingress != nil {
-				f.addIngress(service(nil, port("http", 80)), tc.ingress)
+				// An Ingress as the seed Service has it, or with TLS: an
+				// Ingress the sync rewrites is judged on its next event.
+				made := service(nil, port("http", 80))
+				if _, ok := tc.ann[AnnotationTLSSecret]; ok {
+					made = svc
+				}
+				f.addIngress(made, tc.ingress)
 			}
 			if tc.route != nil {
 				f.addRoute(svc, tc.route)

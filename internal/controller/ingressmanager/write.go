@@ -153,36 +153,40 @@ func (w *writer[T, AC]) applyConfiguration(desired T, uid types.UID) (*AC, error
 }
 
 // converge makes live (zero when there is none) match desired, for the
-// Service svc. It reports whether live is the Service's own, converged
-// object, on which the caller may go on: false when it was just created
-// (its informer event brings the Service back), and when someone else
-// controls it, which r reports as a Warning <kind>Exists ending with fix,
-// what the user can do. The Service's own object being deleted is not
-// written (its deletion brings the Service back, and a new one is made);
-// the caller goes on, and must not take it for ready (see isBeingDeleted).
-func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live, desired T, r *report, fix string) (bool, error) {
+// Service svc. ok reports whether live is the Service's own object, on
+// which the caller may go on: false when it was just created (its informer
+// event brings the Service back), and when someone else controls it, which
+// r reports as a Warning <kind>Exists ending with fix, what the user can
+// do. wrote reports that live was updated: its status is then of the
+// version the update replaced, and the caller decides nothing more on it
+// (the update's event brings the Service back). The Service's own object
+// being deleted is not written (its deletion brings the Service back, and
+// a new one is made); the caller goes on, and must not take it for ready
+// (see untilServes).
+func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live, desired T, r *report, fix string) (ok, wrote bool, err error) {
 	var zero T
 	if live == zero {
-		return false, w.create(ctx, svc, desired, r)
+		return false, false, w.create(ctx, svc, desired, r)
 	}
 	if !isControlledBy(live, svc) {
 		r.warn(w.reasons.exists, "", fmt.Sprintf("%s %s/%s exists and is not controlled by this Service (%s); it is left untouched. %s",
 			w.kind, live.GetNamespace(), live.GetName(), controllerOf(live), fix))
-		return false, nil
+		return false, false, nil
 	}
 	if w.createdAs(live, svc) || isBeingDeleted(live) {
-		return true, nil
+		return true, false, nil
 	}
 	needs, err := w.needsUpdate(live, desired)
 	if err != nil {
 		klog.FromContext(ctx).Info("Cannot tell which fields of the "+w.kind+" are ours; re-applying", "err", err)
 	}
-	if needs {
-		if err := w.update(ctx, svc, desired, live, r); err != nil {
-			return false, err
-		}
+	if !needs {
+		return true, false, nil
 	}
-	return true, nil
+	if err := w.update(ctx, svc, desired, live, r); err != nil {
+		return false, false, err
+	}
+	return true, true, nil
 }
 
 // needsUpdate reports whether live differs from desired in a field we

@@ -1,0 +1,105 @@
+package ingressmanager
+
+import (
+	"fmt"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// This file is the one home of "this object serves the Service". Every
+// decision that depends on it asks untilServes (or serves): the move (the
+// old object is kept until the new one serves), the retirement of the old
+// object (withdrawn from external-dns, drained, deleted), the return of a
+// withdrawn object to external-dns, and the URL written back on the
+// Service. So they cannot disagree.
+
+// serves reports whether obj, an Ingress or HTTPRoute of the Service, serves
+// it (see untilServes).
+func serves(obj metav1.Object) bool { return untilServes(obj) == "" }
+
+// untilServes returns what has to happen before obj serves, for a message
+// ("Keeping ... until <it>"), or "" when it serves:
+//
+//   - an object being deleted never serves: a finalizer holds it while what
+//     served it is torn down, its status (an address, Accepted=True) as it
+//     was;
+//   - an Ingress serves once its Ingress controller published an address in
+//     status.loadBalancer.ingress, the only sign Ingress has (no condition,
+//     no observedGeneration);
+//   - an HTTPRoute serves once, for each of its parents (spec.parentRefs),
+//     one Gateway controller reports both Accepted=True and
+//     ResolvedRefs=True with the route's current generation as their
+//     observedGeneration: accepted alone, a route whose backend cannot be
+//     resolved answers 500; of an older generation, the conditions may be
+//     for another parent, host or backend.
+//
+// The Gateway itself (Programmed, with an address) is not looked at: the
+// controller does not watch Gateways.
+func untilServes(obj metav1.Object) string {
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		if o != nil {
+			return ingressUntilServes(o)
+		}
+	case *gatewayv1.HTTPRoute:
+		if o != nil {
+			return routeUntilServes(o)
+		}
+	}
+	return "there is an Ingress or HTTPRoute"
+}
+
+func ingressUntilServes(ing *networkingv1.Ingress) string {
+	switch {
+	case isBeingDeleted(ing):
+		return fmt.Sprintf("Ingress %s, which is being deleted, is gone and its replacement has an address (status.loadBalancer.ingress)", ing.Name)
+	case len(ing.Status.LoadBalancer.Ingress) == 0:
+		return fmt.Sprintf("Ingress %s has an address (status.loadBalancer.ingress), set by the Ingress controller once it serves it", ing.Name)
+	}
+	return ""
+}
+
+func routeUntilServes(route *gatewayv1.HTTPRoute) string {
+	if len(route.Spec.ParentRefs) == 0 {
+		return fmt.Sprintf("HTTPRoute %s names a Gateway (spec.parentRefs)", route.Name)
+	}
+	if isBeingDeleted(route) {
+		return fmt.Sprintf("HTTPRoute %s, which is being deleted, is gone and Gateway %s accepts its replacement",
+			route.Name, gatewayName(route.Spec.ParentRefs[0], route.Namespace))
+	}
+	for _, parent := range route.Spec.ParentRefs {
+		gw := gatewayName(parent, route.Namespace)
+		accepted, acceptedBefore, both := false, false, false
+		for _, st := range parentStatuses(route, parent) {
+			acc, res := false, false
+			for _, cond := range st.Conditions {
+				if cond.Status != metav1.ConditionTrue {
+					continue
+				}
+				current := cond.ObservedGeneration == route.Generation
+				switch cond.Type {
+				case string(gatewayv1.RouteConditionAccepted):
+					acc = acc || current
+					acceptedBefore = acceptedBefore || !current
+				case string(gatewayv1.RouteConditionResolvedRefs):
+					res = res || current
+				}
+			}
+			accepted = accepted || acc
+			both = both || acc && res
+		}
+		switch {
+		case both:
+			continue
+		case accepted:
+			return fmt.Sprintf("Gateway %s resolves the references of HTTPRoute %s (status.parents[].conditions ResolvedRefs=True for its generation %d)", gw, route.Name, route.Generation)
+		case acceptedBefore:
+			return fmt.Sprintf("Gateway %s accepts generation %d of HTTPRoute %s (its Accepted=True is of an older generation)", gw, route.Generation, route.Name)
+		default:
+			return fmt.Sprintf("Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", gw, route.Name)
+		}
+	}
+	return ""
+}
