@@ -220,6 +220,12 @@ type Network struct {
 	// spec sets (the create writes them; Update makes the backend hold
 	// them), and, in what a backend returns, what it holds of every one.
 	Settings Settings
+	// Imported is set, in what a caller passes, for a Network that imports
+	// (adopts) an existing network: its description is the Network's own
+	// text alone, not the controller's text naming the Network. Decided
+	// by the Network's spec, never by what the description holds (anyone
+	// may edit it).
+	Imported bool
 	// Existed is set in what Create and CreateNew return when they
 	// created (and marked) nothing: the network and its subnet were there,
 	// complete, before the call.
@@ -252,6 +258,7 @@ func Desired(obj *samplecrdv1.Network) Network {
 		NetworkID: obj.Status.NetworkID,
 		Settings:  SettingsOf(&obj.Spec),
 		Router:    RouterOf(obj.Spec.Router),
+		Imported:  obj.Spec.Import != nil,
 	}
 	if p := obj.Spec.SubnetPool; p != nil {
 		n.SubnetPool = &SubnetPoolRef{ID: p.ID, Name: p.Name}

@@ -57,8 +57,9 @@ func (e *env) waitInterface(cloud *neutrontest.Cloud, router, subnet string, wan
 
 // TestNeutronRouter: spec.router attaches the subnet to an existing router
 // of the project on real Neutron (its L3 router plugin, no agent): a
-// create with settings and a router by ID costs the create's 4 requests
-// and the interface's, no more; the status shows it; an interface
+// create with settings and a router by ID costs the router's lookup (in
+// the project: before anything is made), the create's 4 requests and the
+// interface's, no more; the status shows it; an interface
 // removed behind the controller's back is added again after a restart's
 // List (one more request: the project's router interfaces); switching
 // routers or moving the gateway is refused by the API server; a router
@@ -79,7 +80,7 @@ func TestNeutronRouter(t *testing.T) {
 	got := e.waitReady("routed", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	create := lines(notLists(requests(t, log, user), managedBy))
 	t.Logf("create with settings and a router: %d Neutron requests: %v", len(create), create)
-	if want := []string{"POST /v2.0/networks", "PUT /v2.0/networks/<id>/tags", "POST /v2.0/subnets", "PUT /v2.0/subnets/<id>/tags",
+	if want := []string{"GET /v2.0/routers", "POST /v2.0/networks", "PUT /v2.0/networks/<id>/tags", "POST /v2.0/subnets", "PUT /v2.0/subnets/<id>/tags",
 		"PUT /v2.0/routers/<id>/add_router_interface"}; !slices.Equal(create, want) {
 		t.Errorf("the create's requests are %v, want %v", create, want)
 	}
@@ -128,7 +129,7 @@ func TestNeutronRouter(t *testing.T) {
 	restart := requests(t, log, user)
 	repairs := lines(notLists(restart, managedBy))
 	t.Logf("restart with the interface removed: %d Neutron requests, repairs %v", len(restart), repairs)
-	if want := []string{"PUT /v2.0/routers/<id>/add_router_interface"}; !slices.Equal(repairs, want) {
+	if want := []string{"GET /v2.0/routers", "PUT /v2.0/routers/<id>/add_router_interface"}; !slices.Equal(repairs, want) {
 		t.Errorf("the repair's requests are %v, want %v", repairs, want)
 	}
 	if scans := len(restart) - len(repairs); scans != scanRequests+1 {
@@ -136,15 +137,19 @@ func TestNeutronRouter(t *testing.T) {
 	}
 
 	// A router that is not there, or another project's: RouterNotFound,
-	// and the network is there, unattached, for when it is fixed.
+	// nothing created (every reference is resolved first); created once
+	// the spec is fixed.
 	foreign := cloud.AddRouter(t, cloud.AdminProjectID, "admins-"+suffix)
 	for i, ref := range []samplecrdv1.RouterRef{{Name: "no-such-router-" + suffix}, {ID: foreign}} {
 		name := fmt.Sprintf("lost-%d", i)
 		lost := newNetwork(name, fmt.Sprintf("10.52.%d.0/24", i), fmt.Sprintf("10.52.%d.1", i))
 		lost.Spec.Router = &ref
 		e.create(lost)
-		e.waitReady(name, metav1.ConditionFalse, samplecrdv1.ReasonRouterNotFound)
+		refused := e.waitReady(name, metav1.ConditionFalse, samplecrdv1.ReasonRouterNotFound)
 		e.waitEvent(name, corev1.EventTypeWarning, samplecrdv1.ReasonRouterNotFound, "")
+		if nets := cloud.Networks(t, cloud.Admin(t), neutron.UIDTagPrefix+string(refused.UID)); len(nets) != 0 || refused.Status.NetworkID != "" {
+			t.Errorf("%s: a network was created before its router was found: %+v", name, nets)
+		}
 		e.edit(name, func(n *samplecrdv1.Network) { n.Spec.Router = nil })
 		e.waitReady(name, metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"github.com/kube-sample/controller-manager/internal/controller/network/neutron"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
@@ -85,8 +86,11 @@ func TestNeutronSubnetPool(t *testing.T) {
 	lost := n.DeepCopy()
 	lost.Name, lost.Spec.SubnetPool = "lost", &samplecrdv1.SubnetPoolRef{Name: "no-such-pool-" + name}
 	e.create(lost)
-	e.waitReady("lost", metav1.ConditionFalse, samplecrdv1.ReasonSubnetPoolNotFound)
+	lostNet := e.waitReady("lost", metav1.ConditionFalse, samplecrdv1.ReasonSubnetPoolNotFound)
 	e.waitEvent("lost", corev1.EventTypeWarning, samplecrdv1.ReasonSubnetPoolNotFound, "")
+	if nets := cloud.Networks(t, cloud.Admin(t), neutron.UIDTagPrefix+string(lostNet.UID)); len(nets) != 0 || lostNet.Status.NetworkID != "" {
+		t.Errorf("a network was created before its pool was found: %+v", nets)
+	}
 
 	// The API server refuses a cidr beside the pool.
 	both := newNetwork("both", "10.63.0.0/24", "10.63.0.1")

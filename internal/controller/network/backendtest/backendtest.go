@@ -1191,8 +1191,10 @@ func testRouterMissing(t *testing.T, ctx context.Context, s Setup) {
 		if !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonRouterNotFound {
 			t.Errorf("Ensure with %s = %+v, %v; want a permanent %s error", ref, got, err, samplecrdv1.ReasonRouterNotFound)
 		}
-		// The network and subnet are there, unattached: once the router
-		// is right, Ensure attaches them.
+		// Nothing was made: every reference is resolved before the
+		// network is created. Once the router is right, Ensure creates
+		// and attaches.
+		checkNotFound(t, ctx, s.Backend, d.UID)
 		d.Router = &network.RouterRef{Name: name}
 		got, _, err = network.Ensure(ctx, s.Backend, d, nil, false)
 		if err != nil || got.RouterID == "" {
@@ -1253,6 +1255,7 @@ func testSubnetPool(t *testing.T, ctx context.Context, s Setup) {
 	if _, _, err := network.Ensure(ctx, s.Backend, missing, nil, true); !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonSubnetPoolNotFound {
 		t.Errorf("Ensure from a missing pool = %v, want a permanent %s error", err, samplecrdv1.ReasonSubnetPoolNotFound)
 	}
+	checkNotFound(t, ctx, s.Backend, missing.UID) // nothing made before the pool was found
 	for _, d := range []network.Network{made[1], full, missing} {
 		if err := s.Backend.Delete(ctx, d); err != nil {
 			t.Errorf("Delete: %v", err)

@@ -394,17 +394,9 @@ func (b *Backend) AddSubnetPool(name, prefix string, defaultLength int) string {
 // overlaps.
 func (b *Backend) allocate(ref network.SubnetPoolRef, length int) (string, string, error) {
 	op := "create subnet from " + ref.String()
-	id := ref.ID
-	if id == "" {
-		for pid, p := range b.subnetPools {
-			if p.name == ref.Name {
-				id = pid
-			}
-		}
-	}
-	pool, ok := b.subnetPools[id]
-	if !ok {
-		return "", "", network.Permanent(op, samplecrdv1.ReasonSubnetPoolNotFound, fmt.Errorf("no such subnet pool the project can use: create or share it, or fix spec.subnetPool"))
+	id, pool, err := b.findPool(ref)
+	if err != nil {
+		return "", "", err
 	}
 	if length == 0 {
 		length = pool.defaultLength
@@ -431,6 +423,23 @@ func (b *Backend) allocate(ref network.SubnetPoolRef, length int) (string, strin
 	}
 	return "", "", network.Transient(op, samplecrdv1.ReasonSubnetPoolExhausted, fmt.Errorf(
 		"insufficient prefix space to allocate subnet size /%d: free a subnet of the pool, or ask its owner to add prefixes", length))
+}
+
+// findPool returns the pool ref names and its ID.
+func (b *Backend) findPool(ref network.SubnetPoolRef) (string, subnetPool, error) {
+	id := ref.ID
+	if id == "" {
+		for pid, p := range b.subnetPools {
+			if p.name == ref.Name {
+				id = pid
+			}
+		}
+	}
+	pool, ok := b.subnetPools[id]
+	if !ok {
+		return "", pool, network.Permanent("create subnet from "+ref.String(), samplecrdv1.ReasonSubnetPoolNotFound, fmt.Errorf("no such subnet pool the project can use: create or share it, or fix spec.subnetPool"))
+	}
+	return id, pool, nil
 }
 
 // nextPrefix returns the prefix of p's length after p.
@@ -617,6 +626,19 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 		return &n, nil
 	}
 	if o == nil {
+		// As Neutron's: every reference resolved before anything is
+		// made.
+		var err error
+		if desired.SubnetPool != nil {
+			_, _, err = b.findPool(*desired.SubnetPool)
+		}
+		if err == nil && desired.Router != nil {
+			_, err = b.resolveRouter(*desired.Router)
+		}
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
 		o = &Object{Owned: true, BackendName: network.DisplayName(desired.Namespace, desired.Name), Revision: 1, Network: network.Network{
 			UID: desired.UID, Namespace: desired.Namespace, Name: desired.Name, NetworkID: b.newID("net"),
 			Settings: network.Settings{Description: desired.Settings.Description, MTU: desired.Settings.MTU, AdminStateUp: desired.Settings.AdminStateUp},

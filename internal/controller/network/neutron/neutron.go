@@ -754,6 +754,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		b.setUnanswered(desired.UID, false)
 	}
 	var net *neutronNetwork
+	var refs resolved
 	made := false // whether this call created or marked anything
 	for i := range found {
 		if b.owns(found[i].Tags, desired.UID) {
@@ -778,6 +779,11 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			}
 		}
 		if net == nil {
+			// Every reference resolved before anything is made: a pool
+			// or router that is not there leaves nothing behind.
+			if err := b.resolveRefs(ctx, desired, &refs); err != nil {
+				return nil, err
+			}
 			rctx, cancel := b.request(ctx)
 			sent := rctx.Err() == nil // else the request fails before it is sent
 			net = &neutronNetwork{}
@@ -814,9 +820,10 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		sopts := subnets.CreateOpts{NetworkID: net.ID, Name: name, Description: b.describeWith(desired, desired.Settings.Description, true)}
 		if desired.SubnetPool != nil {
 			// Neutron picks the range and the gateway.
-			if sopts.SubnetPoolID, sopts.IPVersion, err = b.resolvePool(ctx, *desired.SubnetPool); err != nil {
+			if err := b.resolveRefs(ctx, desired, &refs); err != nil {
 				return nil, err
 			}
+			sopts.SubnetPoolID, sopts.IPVersion = refs.poolID, refs.ipVersion
 			sopts.Prefixlen = desired.PrefixLength
 		} else {
 			gw := desired.Gateway
@@ -858,9 +865,10 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		// crash in between leaves a mark without an interface, which the
 		// next List sees and the next sync completes.
 		if desired.Router != nil {
-			if router, err = b.resolveRouter(ctx, *desired.Router); err != nil {
+			if err := b.resolveRefs(ctx, desired, &refs); err != nil {
 				return nil, err
 			}
+			router = refs.router
 		}
 		tags, err := b.replaceTags(ctx, "subnets", sub.ID, withMark(withTags(sub.Tags, b.tags(desired), desired.Settings.Tags), router))
 		if err != nil {
@@ -883,6 +891,36 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 		}
 	}
 	return out, nil
+}
+
+// resolved is what a create resolved of desired's references.
+type resolved struct {
+	done      bool
+	poolID    string
+	ipVersion gophercloud.IPVersion
+	router    string
+}
+
+// resolveRefs resolves desired's subnet pool and router into r, once per
+// create: each costs the request it would cost at its use (the pool's
+// lookup, a router's by name; a router by ID is not looked up).
+func (b *Backend) resolveRefs(ctx context.Context, desired network.Network, r *resolved) error {
+	if r.done {
+		return nil
+	}
+	var err error
+	if desired.SubnetPool != nil {
+		if r.poolID, r.ipVersion, err = b.resolvePool(ctx, *desired.SubnetPool); err != nil {
+			return err
+		}
+	}
+	if desired.Router != nil {
+		if r.router, err = b.resolveRouter(ctx, *desired.Router); err != nil {
+			return err
+		}
+	}
+	r.done = true
+	return nil
 }
 
 // checkRecorded refuses to create a network for desired when the network

@@ -170,6 +170,41 @@ func TestGatewayChangeInsideThePool(t *testing.T) {
 		}
 		t.Logf("%s: gateway %s -> %s, pools %v", tc.cidr, tc.gateway, tc.next, s.AllocationPools)
 	}
+
+	// Pools an operator set stay: a gateway moved outside them writes
+	// none, one moved into a pool is taken out of that pool alone.
+	d := example()
+	d.CIDR, d.Gateway = "10.50.0.0/24", "10.50.0.1"
+	created, err := b.Create(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operators := []subnets.AllocationPool{{Start: "10.50.0.10", End: "10.50.0.20"}, {Start: "10.50.0.100", End: "10.50.0.200"}}
+	if _, err := subnets.Update(ctx, member, created.SubnetID, subnets.UpdateOpts{AllocationPools: operators}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := b.Get(ctx, d.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		gateway string
+		want    []subnets.AllocationPool
+	}{
+		{"10.50.0.254", operators},
+		{"10.50.0.150", []subnets.AllocationPool{operators[0], {Start: "10.50.0.100", End: "10.50.0.149"}, {Start: "10.50.0.151", End: "10.50.0.200"}}},
+	} {
+		if cur, err = b.UpdateGateway(ctx, *cur, step.gateway); err != nil {
+			t.Fatalf("moving the gateway to %s beside an operator's pools: %v", step.gateway, err)
+		}
+		s, err := subnets.Get(ctx, member, created.SubnetID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.GatewayIP != step.gateway || !slices.Equal(s.AllocationPools, step.want) {
+			t.Errorf("gateway %s, pools %v; want %s and %v (the operator's, the gateway taken out)", s.GatewayIP, s.AllocationPools, step.gateway, step.want)
+		}
+	}
 }
 
 func TestServerErrorsAreTransient(t *testing.T) {
@@ -1034,3 +1069,62 @@ func TestObserveReadsInBatches(t *testing.T) {
 	}
 	t.Logf("Observe of 6 IDs, 2 a batch: %d Neutron requests", requests)
 }
+
+// TestEditedDescriptionRepairedWithItsMarker: an operator's edit of a
+// created network's description is repaired with the controller's text
+// naming the Network back at its start (which a create interrupted before
+// its tags is found by); an adopted network's stays the Network's text
+// alone. Which of the two it is comes from the Network, not from what
+// the description holds.
+func TestEditedDescriptionRepairedWithItsMarker(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	b := cloud.Backend(t, neutron.Options{})
+	member := cloud.Member(t)
+	d := example()
+	d.CIDR, d.Gateway, d.Settings.Description = "10.51.0.0/24", "10.51.0.1", ptr("build network")
+	created, err := b.Create(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted := cloud.AddNetwork(t, "", "operators", "10.51.1.0/24", "10.51.1.1")
+	a := example()
+	a.CIDR, a.Imported, a.Settings.Description = "10.51.1.0/24", true, ptr("adopted network")
+	if _, err := b.Import(ctx, a, network.Ref{NetworkID: adopted.ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{created.NetworkID, adopted.ID} {
+		edited := "hand-edited"
+		if _, err := networks.Update(ctx, member, id, networks.UpdateOpts{Description: &edited}).Extract(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		desired network.Network
+		id      string
+		want    func(string) bool
+		what    string
+	}{
+		{d, created.NetworkID, func(s string) bool {
+			return strings.HasPrefix(s, "Kubernetes Network default/example-network (uid "+string(d.UID)+")") && strings.HasSuffix(s, ": build network")
+		}, "the controller's text, then the Network's"},
+		{a, adopted.ID, func(s string) bool { return s == "adopted network" }, "the Network's text alone"},
+	} {
+		cur, err := b.Get(ctx, tc.desired.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := network.Ensure(ctx, b, tc.desired, cur, false); err != nil {
+			t.Fatal(err)
+		}
+		n, err := networks.Get(ctx, member, tc.id).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.want(n.Description) {
+			t.Errorf("description repaired to %q, want %s", n.Description, tc.what)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -57,3 +57,59 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	a, _ := netip.AddrFromSlice(out)
 	return a
 }
+
+// movedPools returns the allocation pools a subnet of cidr holding pools
+// (held, in Neutron's form) gets when its gateway moves from old to
+// gateway, the spec setting none: Neutron's default pools move with the
+// gateway (the default for the new one); pools someone else set stay as
+// they are, but for the new gateway taken out of the one holding it
+// (Neutron refuses a gateway inside a pool). changed is false when held
+// is to be left alone.
+func movedPools(cidr, old, gateway string, held []subnets.AllocationPool) (pools []subnets.AllocationPool, changed bool, err error) {
+	def, err := allocationPools(cidr, old)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(held) == 0 || samePools(held, def) {
+		pools, err := allocationPools(cidr, gateway)
+		return pools, true, err
+	}
+	gw, err := netip.ParseAddr(gateway)
+	if err != nil {
+		return nil, false, fmt.Errorf("gateway %q: %w", gateway, err)
+	}
+	for _, p := range held {
+		start, err1 := netip.ParseAddr(p.Start)
+		end, err2 := netip.ParseAddr(p.End)
+		if err1 != nil || err2 != nil || gw.Compare(start) < 0 || gw.Compare(end) > 0 {
+			pools = append(pools, p)
+			continue
+		}
+		changed = true
+		if gw != start {
+			pools = append(pools, subnets.AllocationPool{Start: p.Start, End: gw.Prev().String()})
+		}
+		if gw != end {
+			pools = append(pools, subnets.AllocationPool{Start: gw.Next().String(), End: p.End})
+		}
+	}
+	return pools, changed, nil
+}
+
+// samePools reports whether a and b are the same pools, in order, with
+// addresses compared parsed.
+func samePools(a, b []subnets.AllocationPool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		sa, ea := netip.ParseAddr(a[i].Start)
+		sb, eb := netip.ParseAddr(b[i].Start)
+		xa, fa := netip.ParseAddr(a[i].End)
+		xb, fb := netip.ParseAddr(b[i].End)
+		if ea != nil || eb != nil || fa != nil || fb != nil || sa != sb || xa != xb {
+			return false
+		}
+	}
+	return true
+}

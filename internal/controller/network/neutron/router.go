@@ -108,22 +108,19 @@ func (b *Backend) readInterface(ctx context.Context, out *network.Network, s *su
 	return nil
 }
 
-// resolveRouter returns the ID of the router ref names: an ID as it is
-// (adding the interface checks it), a name by one list of the project's
-// routers of that name.
+// resolveRouter returns the ID of the router ref names, of the project
+// (Neutron's policy lets credentials with the admin role use any
+// project's): one list of the project's routers of that ID or name.
 func (b *Backend) resolveRouter(ctx context.Context, ref network.RouterRef) (string, error) {
-	if ref.ID != "" {
-		return ref.ID, nil
-	}
 	lctx, done := b.turn(ctx)
 	defer done()
-	all, err := listAll(lctx, b.timeout, "list routers", routers.List(b.client, routers.ListOpts{Name: ref.Name, ProjectID: b.projectID}), routers.ExtractRouters)
+	all, err := listAll(lctx, b.timeout, "list routers", routers.List(b.client, routers.ListOpts{ID: ref.ID, Name: ref.Name, ProjectID: b.projectID}), routers.ExtractRouters)
 	if err != nil {
 		return "", err
 	}
 	var ids []string
 	for _, r := range all {
-		if r.Name == ref.Name { // exact, whatever the database's collation
+		if ref.ID != "" && r.ID == ref.ID || ref.ID == "" && r.Name == ref.Name { // exact, whatever the database's collation
 			ids = append(ids, r.ID)
 		}
 	}

@@ -210,9 +210,10 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 	}
 	want, held := desired.Settings, cur.Settings
 	out := cur
-	// Ours when our marker starts it: else adopted, described by the
+	// Created by us, our text naming the Network starts the
+	// description (restored if someone edited it away); adopted, the
 	// Network's text alone.
-	ours := b.describes(cur.Observed.Description, cur)
+	ours := !desired.Imported
 
 	// The router: resolved first (a name), the old interface removed
 	// before its mark, the new one added after its mark (see router.go).
@@ -246,13 +247,15 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 		if want.AllocationPools == nil {
 			// Neutron refuses a gateway inside an allocation pool, and a
 			// subnet created without pools has every address but the
-			// gateway in one: the pools move with the gateway, to what
-			// Neutron gives a subnet created with the new gateway.
-			pools, err := allocationPools(cur.CIDR, gateway)
+			// gateway in one: its default pools move with the gateway;
+			// pools someone set stay, the gateway taken out of them.
+			pools, changed, err := movedPools(cur.CIDR, cur.Gateway, gateway, specPools(held.AllocationPools))
 			if err != nil {
 				return nil, network.Permanent("update gateway of subnet", samplecrdv1.ReasonBackendRejected, err)
 			}
-			sopts.AllocationPools = pools
+			if changed {
+				sopts.AllocationPools = pools
+			}
 		}
 	}
 	only := func(s network.Settings) bool { return len(s.Diff(held)) > 0 }
