@@ -30,9 +30,10 @@ import (
 const (
 	// maxRequestsPerObserve: the network's GET and its subnets' list.
 	maxRequestsPerObserve = 2
-	// maxRequestsPerAdopt: those two, and a tag write each for the
-	// network and the subnet.
-	maxRequestsPerAdopt = maxRequestsPerObserve + 2
+	// maxRequestsPerAdopt: those two, the network's claim (its UID tag
+	// added alone, the tags read back: race-free against another
+	// claim), and a tag write each for the network and the subnet.
+	maxRequestsPerAdopt = maxRequestsPerObserve + 2 + 2
 )
 
 func importByID(name, id string, policy samplecrdv1.ManagementPolicy, cidr, gateway string) *samplecrdv1.Network {
@@ -245,10 +246,13 @@ func TestNeutronUntaggedNetworksTagged(t *testing.T) {
 	// As they were tagged before: without the k8s-ref tags.
 	for _, n := range []*samplecrdv1.Network{old, orphan} {
 		for _, r := range []struct{ kind, id string }{{"networks", n.Status.NetworkID}, {"subnets", n.Status.SubnetID}} {
-			for _, tag := range refTagsOf(t, admin, r.kind, r.id) {
-				if err := attributestags.Delete(e.Ctx, admin, r.kind, r.id, tag).ExtractErr(); err != nil {
-					t.Fatal(err)
-				}
+			tags, err := attributestags.List(e.Ctx, admin, r.kind, r.id).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tags = slices.DeleteFunc(tags, func(tag string) bool { return strings.HasPrefix(tag, neutron.RefTagPrefix) })
+			if _, err := attributestags.ReplaceAll(e.Ctx, admin, r.kind, r.id, attributestags.ReplaceAllOpts{Tags: tags}).Extract(); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}

@@ -80,7 +80,7 @@ func TestNeutronRouter(t *testing.T) {
 	got := e.waitReady("routed", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	create := lines(notLists(requests(t, log, user), managedBy))
 	t.Logf("create with settings and a router: %d Neutron requests: %v", len(create), create)
-	if want := []string{"GET /v2.0/routers", "POST /v2.0/networks", "PUT /v2.0/networks/<id>/tags", "POST /v2.0/subnets", "PUT /v2.0/subnets/<id>/tags",
+	if want := []string{"GET /v2.0/routers?id=<id>&project_id=" + cloud.ProjectID, "POST /v2.0/networks", "PUT /v2.0/networks/<id>/tags", "POST /v2.0/subnets", "PUT /v2.0/subnets/<id>/tags",
 		"PUT /v2.0/routers/<id>/add_router_interface"}; !slices.Equal(create, want) {
 		t.Errorf("the create's requests are %v, want %v", create, want)
 	}
@@ -129,7 +129,7 @@ func TestNeutronRouter(t *testing.T) {
 	restart := requests(t, log, user)
 	repairs := lines(notLists(restart, managedBy))
 	t.Logf("restart with the interface removed: %d Neutron requests, repairs %v", len(restart), repairs)
-	if want := []string{"GET /v2.0/routers", "PUT /v2.0/routers/<id>/add_router_interface"}; !slices.Equal(repairs, want) {
+	if want := []string{"GET /v2.0/routers?id=<id>&project_id=" + cloud.ProjectID, "PUT /v2.0/routers/<id>/add_router_interface"}; !slices.Equal(repairs, want) {
 		t.Errorf("the repair's requests are %v, want %v", repairs, want)
 	}
 	if scans := len(restart) - len(repairs); scans != scanRequests+1 {

@@ -38,7 +38,7 @@ func TestNeutronSubnetPool(t *testing.T) {
 	got := e.waitReady("pooled-0", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	create := lines(notLists(requests(t, log, user), managedBy))
 	t.Logf("create from a subnet pool: %d Neutron requests: %v", len(create), create)
-	if want := []string{"POST /v2.0/networks", "PUT /v2.0/networks/<id>/tags", "GET /v2.0/subnetpools?name=" + name, "POST /v2.0/subnets",
+	if want := []string{"GET /v2.0/subnetpools?name=" + name, "POST /v2.0/networks", "PUT /v2.0/networks/<id>/tags", "POST /v2.0/subnets",
 		"PUT /v2.0/subnets/<id>/tags"}; !slices.Equal(create, want) {
 		t.Errorf("the create's requests are %v, want %v", create, want)
 	}

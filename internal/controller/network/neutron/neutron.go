@@ -1173,6 +1173,12 @@ func (b *Backend) Import(ctx context.Context, desired network.Network, ref netwo
 	}
 	out.Existed = true
 	want := b.adoptTags(desired)
+	if !slices.Contains(n.Tags, b.uidTag(desired.UID)) {
+		if err := b.claim(ctx, op, n.ID, desired.UID); err != nil {
+			return nil, err
+		}
+		n.RevisionNumber++
+	}
 	if !containsAll(n.Tags, want) {
 		tags, err := b.addTags(ctx, "networks", n.ID, n.Tags, want)
 		if err != nil {
@@ -1335,6 +1341,42 @@ func (b *Backend) untag(ctx context.Context, resource, id string, existing []str
 		return classify("untag "+strings.TrimSuffix(resource, "s")+" "+id, err)
 	}
 	return nil
+}
+
+// claim marks network id as uid's, race-free against another claim of
+// it (two Networks importing it at once, or two managers): it adds uid's
+// tag alone (Neutron adds one tag without touching the others) and reads
+// the network's tags back. Another Network's or controller's mark there
+// is a claim that came first, or at once: this one yields (removes its
+// tag) with a transient error, and its retry finds the winner's tags, a
+// permanent refusal. (Neutron's If-Match revision_number precondition
+// would do it in one request, but its tag API does not honour it: Zed
+// answers 500.)
+func (b *Backend) claim(ctx context.Context, op, id string, uid types.UID) error {
+	tag := b.uidTag(uid)
+	rctx, cancel := b.request(ctx)
+	err := attributestags.Add(rctx, b.client, "networks", id, tag).ExtractErr()
+	cancel()
+	if err != nil {
+		return classify("claim network "+id, err)
+	}
+	rctx, cancel = b.request(ctx)
+	tags, err := attributestags.List(rctx, b.client, "networks", id).Extract()
+	cancel()
+	if err != nil {
+		return classify("claim network "+id, err)
+	}
+	other := b.checkNotOthers(tags, uid)
+	if other == nil {
+		return nil
+	}
+	rctx, cancel = b.request(ctx)
+	err = attributestags.Delete(rctx, b.client, "networks", id, tag).ExtractErr()
+	cancel()
+	if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return classify("yield network "+id, err)
+	}
+	return network.Transient(op, samplecrdv1.ReasonBackendRejected, fmt.Errorf("claimed at the same time by another: %w (retried)", other))
 }
 
 // checkNotOthers fails when tags mark an object as another Network's or

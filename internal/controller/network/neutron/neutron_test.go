@@ -8,14 +8,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2/ktesting"
 
@@ -1128,3 +1131,73 @@ func TestEditedDescriptionRepairedWithItsMarker(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestConcurrentAdoptionsOneWins: two Networks importing (Managed) one
+// network at once, on real Neutron: at most one adopts it, the other is
+// refused (transient while the claims cross, then permanent), and the
+// network carries the winner's marks alone.
+func TestConcurrentAdoptionsOneWins(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	b := cloud.Backend(t, neutron.Options{})
+	member := cloud.Member(t)
+	const rounds = 6
+	for i := range rounds {
+		target := cloud.AddNetwork(t, "", fmt.Sprintf("contended-%d", i), fmt.Sprintf("10.53.%d.0/24", i), fmt.Sprintf("10.53.%d.1", i))
+		claimants := []network.Network{
+			{UID: uuid.NewUUID(), Namespace: "a", Name: "first", Imported: true},
+			{UID: uuid.NewUUID(), Namespace: "b", Name: "second", Imported: true},
+		}
+		errs := make([]error, len(claimants))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for j, c := range claimants {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[j] = b.Import(ctx, c, network.Ref{NetworkID: target.ID}, true)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		var winners []types.UID
+		for j, err := range errs {
+			if err == nil {
+				winners = append(winners, claimants[j].UID)
+			} else if network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+				t.Fatalf("round %d: a claim failed with %v, want BackendRejected", i, err)
+			}
+		}
+		if len(winners) > 1 {
+			t.Fatalf("round %d: both Networks adopted network %s", i, target.ID)
+		}
+		// The loser's retry (or both, when both yielded) settles it.
+		for j, c := range claimants {
+			if errs[j] == nil {
+				continue
+			}
+			if _, err := b.Import(ctx, c, network.Ref{NetworkID: target.ID}, true); err == nil {
+				winners = append(winners, c.UID)
+			} else if !network.IsPermanent(err) && len(winners) > 0 {
+				t.Errorf("round %d: a retry against the winner = %v, want a permanent refusal", i, err)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d winners after the retries, want one", i, len(winners))
+		}
+		tags, err := attributestags.List(ctx, member, "networks", target.ID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uids []string
+		for _, tag := range tags {
+			if strings.HasPrefix(tag, neutron.UIDTagPrefix) {
+				uids = append(uids, tag)
+			}
+		}
+		if len(uids) != 1 || uids[0] != neutron.UIDTagPrefix+string(winners[0]) {
+			t.Errorf("round %d: network %s carries %v, want the winner's mark alone", i, target.ID, uids)
+		}
+	}
+}
