@@ -670,6 +670,9 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	if cached.Spec.Detach() {
 		return c.release(ctx, cached, ReasonDetached, fmt.Sprintf("Detached in project %s: our tags removed, the backend network and subnet left as they are", orNull(cl.project())))
 	}
+	if cached.Spec.Import != nil {
+		return c.release(ctx, cached, ReasonDeleted, fmt.Sprintf("Deleted the adopted subnet, and the network unless it holds subnets the Network did not adopt (then left, without our tags), in project %s", orNull(cl.project())))
+	}
 	return c.release(ctx, cached, ReasonDeleted, fmt.Sprintf("Deleted the backend network and subnet in project %s", orNull(cl.project())))
 }
 

@@ -1062,6 +1062,17 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 			}
 			logger.Info("Deleted Neutron subnet", "networkID", n.ID, "subnetID", s.ID)
 		}
+		if len(foreign) > 0 && target.Imported && slices.Contains(n.Tags, b.uidTag(target.UID)) {
+			// An adopted network that holds subnets the Network did not
+			// adopt (they were there before it): it was never ours to
+			// delete; what was ours (the subnet) is gone, the network is
+			// left as a Detach leaves it.
+			if err := b.untag(ctx, "networks", n.ID, n.Tags); err != nil {
+				return err
+			}
+			logger.Info("Left the adopted Neutron network: it holds subnets that are not the Network's; our tags removed", "networkID", n.ID, "subnets", foreign)
+			continue
+		}
 		if len(foreign) > 0 {
 			// Neutron deletes a network's unused subnets with it, whoever
 			// made them: leave the network to whoever added subnets to it.

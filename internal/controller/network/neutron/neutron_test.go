@@ -1201,3 +1201,42 @@ func TestConcurrentAdoptionsOneWins(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteAdoptedOneOfSeveralSubnets: a Managed import adopted one
+// subnet of an operator's network that holds others; deleting it deletes
+// that subnet and leaves the network, with the others, without our tags
+// (it never was ours to delete), instead of waiting for subnets nobody
+// will remove.
+func TestDeleteAdoptedOneOfSeveralSubnets(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	b := cloud.Backend(t, neutron.Options{})
+	admin := cloud.Admin(t)
+	target := cloud.AddNetwork(t, "", "two-subnets", "10.54.0.0/24", "10.54.0.1")
+	gw := "10.54.1.1"
+	other, err := subnets.Create(ctx, admin, subnets.CreateOpts{NetworkID: target.ID, Name: "operators", CIDR: "10.54.1.0/24", GatewayIP: &gw,
+		IPVersion: 4, ProjectID: cloud.ProjectID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := network.Network{UID: uuid.NewUUID(), Namespace: "ns", Name: "one-of-two", CIDR: "10.54.0.0/24", Imported: true}
+	adopted, err := b.Import(ctx, d, network.Ref{NetworkID: target.ID}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete of an adopted network holding another subnet = %v, want done", err)
+	}
+	n, err := networks.Get(ctx, admin, target.ID).Extract()
+	if err != nil {
+		t.Fatalf("the operator's network is gone: %v", err)
+	}
+	if !slices.Equal(n.Subnets, []string{other.ID}) || slices.ContainsFunc(n.Tags, func(tag string) bool {
+		return strings.HasPrefix(tag, neutron.UIDTagPrefix) || strings.HasPrefix(tag, neutron.ManagedByTagPrefix)
+	}) {
+		t.Errorf("network after the delete: subnets %v (adopted %s), tags %v; want the operator's subnet alone, no tag of ours", n.Subnets, adopted.SubnetID, n.Tags)
+	}
+	if got, err := b.Get(ctx, d.UID); !network.IsNotFound(err) {
+		t.Errorf("Get after the delete = %+v, %v; want not found", got, err)
+	}
+}
