@@ -14,6 +14,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -1238,5 +1239,64 @@ func TestDeleteAdoptedOneOfSeveralSubnets(t *testing.T) {
 	}
 	if got, err := b.Get(ctx, d.UID); !network.IsNotFound(err) {
 		t.Errorf("Get after the delete = %+v, %v; want not found", got, err)
+	}
+}
+
+// TestRouterAlreadyAttachedIsNotTakenOver: spec.router naming the router
+// an adopted network's subnet is attached to already, by an operator:
+// refused (BackendRejected), no mark left, so no scan takes the
+// interface for ours and removing spec.router leaves it.
+func TestRouterAlreadyAttachedIsNotTakenOver(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cloud := neutrontest.Get(t)
+	b := cloud.Backend(t, neutron.Options{})
+	admin := cloud.Admin(t)
+	target := cloud.AddNetwork(t, "", "routed-by-ops", "10.55.0.0/24", "10.55.0.1")
+	router := cloud.AddRouter(t, "", "ops-edge-"+string(uuid.NewUUID())[:8])
+	subnetID := target.Subnets[0]
+	info, err := routers.AddInterface(ctx, admin, router, routers.AddInterfaceOpts{SubnetID: subnetID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := network.Network{UID: uuid.NewUUID(), Namespace: "ns", Name: "adopted", CIDR: "10.55.0.0/24", Gateway: "10.55.0.1", Imported: true}
+	cur, err := b.Import(ctx, d, network.Ref{NetworkID: target.ID}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Router = &network.RouterRef{ID: router}
+	if _, _, err := network.Ensure(ctx, b, d, cur, false); !network.IsPermanent(err) || network.Reason(err) != samplecrdv1.ReasonBackendRejected {
+		t.Fatalf("Ensure attaching to the router it is attached to by an operator = %v, want a permanent BackendRejected", err)
+	}
+	s, err := subnets.Get(ctx, admin, subnetID).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(s.Tags, func(tag string) bool { return strings.HasPrefix(tag, neutron.RouterTagPrefix) }) {
+		t.Errorf("the subnet carries a router mark after the refusal: %v", s.Tags)
+	}
+	list, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range list {
+		if n.UID == d.UID && n.RouterID != "" {
+			t.Errorf("the scan takes the operator's interface for ours: %+v", n)
+		}
+	}
+	d.Router = nil
+	cur, err = b.Get(ctx, d.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := network.Ensure(ctx, b, d, cur, false); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ports.List(admin, ports.ListOpts{DeviceID: router}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := ports.ExtractPorts(ps)
+	if !slices.ContainsFunc(all, func(p ports.Port) bool { return p.ID == info.PortID }) {
+		t.Errorf("the operator's interface (port %s) is gone after spec.router was removed", info.PortID)
 	}
 }

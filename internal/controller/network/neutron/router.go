@@ -136,6 +136,22 @@ func (b *Backend) resolveRouter(ctx context.Context, ref network.RouterRef) (str
 	}
 }
 
+// checkNoInterface refuses, permanently, to attach subnet to router when
+// router already has an interface on it that the controller did not add
+// (an operator's, on an adopted network): one request, the subnet's
+// router interfaces.
+func (b *Backend) checkNoInterface(ctx context.Context, router, subnet string) error {
+	ps, err := b.routerPorts(ctx, subnet)
+	if err != nil {
+		return err
+	}
+	if port := interfaceOn(ps, router, subnet); port != "" {
+		return network.Permanent("attach subnet "+subnet+" to router "+router, samplecrdv1.ReasonBackendRejected, fmt.Errorf(
+			"the subnet is attached to that router already, by an interface the controller did not add (port %s): it never takes over (or removes) an interface it did not add; remove spec.router to leave it as it is", port))
+	}
+	return nil
+}
+
 // addInterface adds router's interface on subnet and returns its port.
 func (b *Backend) addInterface(ctx context.Context, router, subnet string) (string, error) {
 	rctx, cancel := b.request(ctx)

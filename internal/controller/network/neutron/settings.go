@@ -229,6 +229,14 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 		if err != nil {
 			return nil, err
 		}
+		if id != mark {
+			// A new attachment (not the repair of ours): an interface
+			// someone else added there is never taken over, so that
+			// removing spec.router never removes it.
+			if err := b.checkNoInterface(ctx, id, cur.SubnetID); err != nil {
+				return nil, err
+			}
+		}
 		newMark, attach = id, true
 	}
 	if mark != "" && mark != newMark {
@@ -345,6 +353,13 @@ func (b *Backend) Update(ctx context.Context, cur, desired network.Network) (*ne
 	if attach {
 		port, err := b.addInterface(ctx, newMark, cur.SubnetID)
 		if err != nil {
+			if network.IsPermanent(err) && newMark != mark {
+				// Refused: the mark goes, or a scan would take an
+				// interface on that router for ours.
+				if _, uerr := b.replaceTags(ctx, "subnets", cur.SubnetID, withMark(out.ObservedSubnet.Tags, mark)); uerr != nil {
+					return nil, uerr
+				}
+			}
 			return nil, err
 		}
 		out.RouterID, out.RouterPortID = newMark, port
