@@ -161,11 +161,12 @@ type Backend struct {
 	// another project's network is never ours, whatever its tags say.
 	projectID string
 
-	// unanswered holds, by Network UID, when a network POST of ours got no
-	// answer (our timeout, a dropped connection): Neutron may still be
-	// creating that network, where a retry's lookup does not see it yet.
+	// unanswered holds, by Network UID and resource ("networks",
+	// "subnets"), when a POST of ours got no answer (our timeout, a
+	// dropped connection): Neutron may still be creating it, where a
+	// retry's lookup does not see it yet.
 	mu         sync.Mutex
-	unanswered map[types.UID]time.Time
+	unanswered map[unansweredKey]time.Time
 }
 
 var _ network.Backend = (*Backend)(nil)
@@ -178,7 +179,7 @@ func (b *Backend) Project() string { return b.projectID }
 // unreachable Keystone) and finds the network endpoint in the catalog.
 func New(ctx context.Context, opts Options) (*Backend, error) {
 	b := &Backend{client: opts.ServiceClient, managedBy: opts.ManagedBy, timeout: opts.RequestTimeout, pageSize: opts.PageSize,
-		idsPerRequest: idsPerRequest, unanswered: map[types.UID]time.Time{}}
+		idsPerRequest: idsPerRequest, unanswered: map[unansweredKey]time.Time{}}
 	if b.pageSize <= 0 {
 		b.pageSize = DefaultPageSize
 	}
@@ -751,7 +752,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 	}
 	slices.SortStableFunc(found, func(x, y neutronNetwork) int { return x.CreatedAt.Compare(y.CreatedAt) })
 	if len(found) > 0 {
-		b.setUnanswered(desired.UID, false)
+		b.setUnanswered(desired.UID, "networks", false)
 	}
 	var net *neutronNetwork
 	var refs resolved
@@ -771,7 +772,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			}
 		}
 		if net == nil && lookup {
-			if err := b.awaitUnanswered(desired.UID); err != nil {
+			if err := b.awaitUnanswered(desired.UID, "networks"); err != nil {
 				return nil, err
 			}
 			if err := b.checkRecorded(ctx, desired); err != nil {
@@ -791,7 +792,7 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			cancel()
 			if err != nil {
 				if sent && unanswered(err) {
-					b.setUnanswered(desired.UID, true)
+					b.setUnanswered(desired.UID, "networks", true)
 				}
 				return nil, classify("create network", err)
 			}
@@ -833,10 +834,17 @@ func (b *Backend) create(ctx context.Context, desired network.Network, lookup bo
 			}
 		}
 		subnetSettings(&sopts, desired.Settings)
+		if err := b.awaitUnanswered(desired.UID, "subnets"); err != nil {
+			return nil, err
+		}
 		rctx, cancel := b.request(ctx)
+		sent := rctx.Err() == nil
 		sub, err = subnets.Create(rctx, b.client, sopts).Extract()
 		cancel()
 		if err != nil {
+			if sent && unanswered(err) {
+				b.setUnanswered(desired.UID, "subnets", true)
+			}
 			err = classify("create subnet", err)
 			if network.Reason(err) != samplecrdv1.ReasonCIDROverlap {
 				return nil, err
@@ -960,35 +968,48 @@ func (b *Backend) checkRecorded(ctx context.Context, desired network.Network) er
 		n.ID, strings.Join(other, ","), b.managedBy, other[0], b.managedBy))
 }
 
-// awaitUnanswered fails with a transient error while an earlier network
-// POST for uid got no answer less than a RequestTimeout ago: Neutron may
-// still be creating that network, and a second POST would leave one of the
-// two untagged. The retry's lookup finds it once it is made; after that
-// time, it is taken as never made.
-func (b *Backend) awaitUnanswered(uid types.UID) error {
+// unansweredKey is a POST of a Network's network or subnet.
+type unansweredKey struct {
+	uid      types.UID
+	resource string // "networks" or "subnets"
+}
+
+// awaitUnanswered fails with a transient error while an earlier POST of
+// resource for uid got no answer less than a RequestTimeout ago: Neutron
+// may still be creating it, and a second POST would leave one of the two
+// untagged (or, for a subnet from a pool, take a second range). The
+// retry's lookup finds it once it is made; after that time, it is taken
+// as never made.
+func (b *Backend) awaitUnanswered(uid types.UID, resource string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	at, ok := b.unanswered[uid]
+	k := unansweredKey{uid, resource}
+	at, ok := b.unanswered[k]
 	if !ok {
 		return nil
 	}
+	what := strings.TrimSuffix(resource, "s")
 	if wait := b.timeout - time.Since(at); wait > 0 {
-		return network.Transient("create network", samplecrdv1.ReasonBackendUnavailable, fmt.Errorf(
-			"an earlier request creating this network got no answer and may still be running in Neutron: waiting for it (at most %v) before creating another", b.timeout))
+		return network.Transient("create "+what, samplecrdv1.ReasonBackendUnavailable, fmt.Errorf(
+			"an earlier request creating this %s got no answer and may still be running in Neutron: waiting for it (at most %v) before creating another", what, b.timeout))
 	}
-	delete(b.unanswered, uid)
+	delete(b.unanswered, k)
 	return nil
 }
 
-// setUnanswered records (or forgets) that a network POST for uid got no
-// answer.
-func (b *Backend) setUnanswered(uid types.UID, pending bool) {
+// setUnanswered records (or forgets) that a POST of resource for uid got
+// no answer; resource "" forgets both.
+func (b *Backend) setUnanswered(uid types.UID, resource string, pending bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if pending {
-		b.unanswered[uid] = time.Now()
-	} else {
-		delete(b.unanswered, uid)
+		b.unanswered[unansweredKey{uid, resource}] = time.Now()
+		return
+	}
+	for _, r := range []string{"networks", "subnets"} {
+		if resource == "" || resource == r {
+			delete(b.unanswered, unansweredKey{uid, r})
+		}
 	}
 }
 
@@ -1014,7 +1035,7 @@ func (b *Backend) Delete(ctx context.Context, target network.Network) error {
 	if target.UID == "" {
 		return nil
 	}
-	b.setUnanswered(target.UID, false)
+	b.setUnanswered(target.UID, "", false)
 	nets, err := b.findNetworks(ctx, target.UID)
 	if err != nil {
 		return err

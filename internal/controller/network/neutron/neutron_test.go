@@ -740,8 +740,48 @@ func TestRetryWhileATimedOutCreateRunsInNeutron(t *testing.T) {
 			t.Fatalf("networks of the Network after the retries: %d (%v), want the one Create returned (%s), tagged", len(nets), networkIDsOf(nets), got.NetworkID)
 		}
 	})
-	t.Run("the subnet", func(t *testing.T) {
-		ctx, cloud, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout})
+	// This process's retry waits for its unanswered subnet POST (which,
+	// for a subnet from a pool, would otherwise take a second range) and
+	// then finds the subnet it made.
+	for _, pooled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("the subnet, from a pool: %v", pooled), func(t *testing.T) {
+			ctx, cloud, proxy, b := proxied(t, neutron.Options{RequestTimeout: timeout})
+			ex := example()
+			if pooled {
+				ex.CIDR, ex.Gateway = "", ""
+				ex.SubnetPool = &network.SubnetPoolRef{ID: cloud.AddSubnetPool(t, "unanswered-"+string(ex.UID)[:8], "10.56.0.0/24", 28)}
+			}
+			slow := proxy.Hold("POST /v2.0/subnets")
+			if _, err := b.Create(ctx, ex); err == nil || network.IsPermanent(err) {
+				t.Fatalf("Create whose subnet POST timed out = %v, want a transient error", err)
+			}
+			retryErr := func() error { _, err := b.Create(ctx, ex); return err }()
+			if retryErr == nil || network.IsPermanent(retryErr) || proxy.Count("POST /v2.0/subnets") != 1 {
+				t.Fatalf("a retry while the first subnet POST may still run = %v after %d subnet POSTs; want a transient wait, no second POST", retryErr, proxy.Count("POST /v2.0/subnets"))
+			}
+			slow.Release()
+			<-slow.Done()
+			got := createUntilDone(ctx, t, b, ex, nil)
+			nets := networksOf(t, cloud, ex)
+			if len(nets) != 1 {
+				t.Fatalf("%d networks of the Network, want 1", len(nets))
+			}
+			subs := cloud.Subnets(t, cloud.Admin(t), nets[0].ID)
+			if len(subs) != 1 || subs[0].ID != got.SubnetID || !slices.Contains(subs[0].Tags, neutron.UIDTagPrefix+string(ex.UID)) {
+				t.Fatalf("subnets = %+v, want the one Create returned (%s), tagged: one range", subs, got.SubnetID)
+			}
+			if err := b.Delete(ctx, ex); err != nil { // before the pool's cleanup
+				t.Fatal(err)
+			}
+		})
+	}
+	// Another process (a restart, the next leader) knows nothing of the
+	// unanswered POST: its own POST finds the slow one's subnet in the
+	// way (CIDROverlap) and takes it, which is ours.
+	t.Run("the subnet, retried by another process", func(t *testing.T) {
+		opts := neutron.Options{RequestTimeout: timeout, ManagedBy: neutrontest.UniqueManagedBy()}
+		ctx, cloud, proxy, b := proxied(t, opts)
+		next := proxy.Backend(t, cloud, opts)
 		ex := example()
 		slow, retried := proxy.Hold("POST /v2.0/subnets"), proxy.Hold("POST /v2.0/subnets")
 		if _, err := b.Create(ctx, ex); err == nil || network.IsPermanent(err) {
@@ -753,7 +793,7 @@ func TestRetryWhileATimedOutCreateRunsInNeutron(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			n, err := b.Create(ctx, ex)
+			n, err := next.Create(ctx, ex)
 			done <- result{n, err}
 		}()
 		// The retry found no subnet and posts its own; the slow one
