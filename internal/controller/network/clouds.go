@@ -85,6 +85,13 @@ func newCloud(key string, b Backend) *cloud {
 	return &cloud{key: key, backend: b, known: newKnown(), state: newBackendState(), wake: make(chan struct{}, 1), refs: map[secretRef]struct{}{}}
 }
 
+// hasRefs reports whether some Secret still resolves to the cloud.
+func (cl *cloud) hasRefs() bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return len(cl.refs) > 0
+}
+
 // project returns the project the cloud's backend acts in, "" before it
 // connected or when the backend does not know.
 func (cl *cloud) project() string {
@@ -440,6 +447,9 @@ func (c *Controller) member(obj *samplecrdv1.Network, cl *cloud) bool {
 	}
 	if cl == c.def {
 		return false
+	}
+	if bound, now := c.projectOf(obj), cl.project(); bound != "" && now != "" && bound != now {
+		return false // bound to another project: never this cloud's
 	}
 	if known, uses := c.clouds.uses(obj.UID, cl); known {
 		return uses

@@ -467,7 +467,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if up, reason, message := cl.state.waitUnlessUp(key); !up {
 		return c.waitForBackend(ctx, cached, reason, message)
 	}
-	if msg := projectChanged(cached, cl); msg != "" {
+	if msg := c.projectChanged(cached, cl); msg != "" {
 		c.setReady(ctx, cached, metav1.ConditionFalse, samplecrdv1.ReasonCredentialsProjectChanged, msg, nil, true)
 		return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: errors.New("the credentials act in another project than the Network's")}
 	}
@@ -645,6 +645,10 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 			why = wait
 		}
 		return c.release(ctx, cached, ReasonReleased, "Nothing was created in the backend for it: its credentials never reached a project ("+why.reason+")")
+	case wait != nil && wait.retry > 0:
+		// The credentials could not be read for now (the API server,
+		// the cloud cap): looked at again.
+		return c.credentialsFailed(ctx, cached, wait)
 	case wait != nil:
 		return c.waitForBackend(ctx, cached, wait.reason, wait.message)
 	case cl == nil:
@@ -678,17 +682,19 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 
 // deletingIn returns the cloud a Network being deleted is deleted (or
 // detached) in: the one its credentials resolve to, when it acts in the
-// Network's project; else the cloud that last acted for it there, while it
-// is held. Otherwise it returns why no cloud can (why), or, when the
-// cloud of its project is only down for now (unreachable, or refusing
-// credentials that its owner may fix), what the Network waits for (wait);
-// both nil while that cloud has not answered its first scan.
+// Network's project; else a cloud held for that project (the one that last
+// acted for it, or, after a restart, another Network's of the same
+// project), when up. Otherwise it returns why no cloud can (why), or what
+// the Network waits for (wait): a cloud of its project only down for now
+// (unreachable, or refusing credentials a Secret still holds, which its
+// owner may fix), or credentials that could not be read for now (wait
+// with a retry). All nil while its cloud has not answered its first scan.
 func (c *Controller) deletingIn(ctx context.Context, cached *samplecrdv1.Network) (cl *cloud, why, wait *resolveError) {
 	key := cache.MetaObjectToName(cached)
 	cl, err := c.cloudFor(ctx, cached, false)
 	if err == nil {
 		up, reason, message := cl.state.waitUnlessUp(key)
-		switch msg := projectChanged(cached, cl); {
+		switch msg := c.projectChanged(cached, cl); {
 		case !up && message == "":
 			return nil, nil, nil
 		case !up:
@@ -699,15 +705,22 @@ func (c *Controller) deletingIn(ctx context.Context, cached *samplecrdv1.Network
 			return cl, nil, nil
 		}
 	} else if !errors.As(err, &why) {
-		why = &resolveError{reason: samplecrdv1.ReasonBackendUnavailable, message: err.Error()}
+		why = &resolveError{reason: samplecrdv1.ReasonBackendUnavailable, message: err.Error(), retry: c.opts.PermanentRetry}
 	}
-	if alt := c.clouds.boundTo(cached.UID); alt != nil && alt != cl && projectChanged(cached, alt) == "" {
+	if alt := c.heldFor(cached, cl); alt != nil {
 		if up, reason, message := alt.state.waitUnlessUp(key); !up {
-			return nil, nil, &resolveError{reason: reason, message: message}
+			if alt.hasRefs() {
+				return nil, nil, &resolveError{reason: reason, message: message}
+			}
+			// No Secret holds that entry any more: nobody can fix it.
+			return nil, &resolveError{reason: reason, message: message}, nil
 		}
 		return alt, nil, nil
 	}
-	if cl != nil && why.reason != samplecrdv1.ReasonCredentialsProjectChanged {
+	switch {
+	case err != nil && !finalResolve(why.reason):
+		return nil, nil, why // the Secret could not be read for now
+	case err == nil && why.reason != samplecrdv1.ReasonCredentialsProjectChanged:
 		// Its own project's cloud, down: it waits, as for any outage;
 		// its probes read its Secrets again, so a Secret deleted (with
 		// its namespace) brings it back here at once.
@@ -716,11 +729,61 @@ func (c *Controller) deletingIn(ctx context.Context, cached *samplecrdv1.Network
 	return nil, why, nil
 }
 
+// finalResolve reports whether a credentials failure of reason stays
+// until someone edits something (the Secret, the flag, the Network), as
+// opposed to a read that failed for now.
+func finalResolve(reason string) bool {
+	switch reason {
+	case samplecrdv1.ReasonCredentialsNotFound, samplecrdv1.ReasonCredentialsInvalid,
+		samplecrdv1.ReasonCredentialsNotEnabled, samplecrdv1.ReasonCredentialsProjectChanged:
+		return true
+	}
+	return false
+}
+
+// heldFor returns a cloud other than cl that acts in obj's project, for
+// its deletion: the one that last acted for it, else (after a restart)
+// one another Network of the same project uses; nil when none is held.
+func (c *Controller) heldFor(obj *samplecrdv1.Network, cl *cloud) *cloud {
+	project := c.projectOf(obj)
+	if alt := c.clouds.boundTo(obj.UID); alt != nil && alt != cl && (project == "" || alt.project() == project) {
+		return alt
+	}
+	if project == "" || obj.Spec.CloudCredentialsRef == nil {
+		return nil
+	}
+	for _, alt := range c.clouds.all() {
+		if alt != cl && alt.project() == project {
+			return alt
+		}
+	}
+	return nil
+}
+
+// projectOf returns the project obj is bound to: its status.projectID;
+// for a Managed Network of before the binding, the project of the
+// network its status recorded (the one it acted in); else, in this
+// process, the project of the cloud that last acted for it. "" when none.
+func (c *Controller) projectOf(obj *samplecrdv1.Network) string {
+	if p := obj.Status.ProjectID; p != "" {
+		return p
+	}
+	if n := obj.Status.Network; n != nil && n.ProjectID != "" && obj.Spec.Policy() == samplecrdv1.ManagementPolicyManaged {
+		return n.ProjectID
+	}
+	if obj.Spec.CloudCredentialsRef != nil {
+		if cl := c.clouds.boundTo(obj.UID); cl != nil {
+			return cl.project()
+		}
+	}
+	return ""
+}
+
 // projectChanged says, when cl acts in another project than the one
-// obj is bound to (its status.projectID), that nothing is done there and
-// what to do; "" when it acts there, or either is not known.
-func projectChanged(obj *samplecrdv1.Network, cl *cloud) string {
-	bound, now := obj.Status.ProjectID, cl.project()
+// obj is bound to (projectOf), that nothing is done there and what to do;
+// "" when it acts there, or either is not known.
+func (c *Controller) projectChanged(obj *samplecrdv1.Network, cl *cloud) string {
+	bound, now := c.projectOf(obj), cl.project()
 	if bound == "" || now == "" || bound == now {
 		return ""
 	}
@@ -808,8 +871,11 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 	observed := inStatus(&cached.Status, got)
 	setInStatus(&net.Status, got)
 	if net.Status.ProjectID == "" {
-		// Bound once, to the project it was first reconciled in.
-		net.Status.ProjectID = c.boundProject(cached)
+		// Bound once, to the project it was first reconciled in (or,
+		// of before the binding, the one its network is in).
+		if net.Status.ProjectID = c.projectOf(cached); net.Status.ProjectID == "" {
+			net.Status.ProjectID = c.boundProject(cached)
+		}
 	}
 	observed = observed && net.Status.ProjectID == cached.Status.ProjectID
 	if status == metav1.ConditionTrue {

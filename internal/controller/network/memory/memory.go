@@ -71,13 +71,17 @@ type Object struct {
 	Revision, SubnetRevision int64
 	// SubnetPoolID is the pool the subnet's range was taken from.
 	SubnetPoolID string
+	// Project is the project that holds the network: the backend's
+	// (ProjectID unless WithProject).
+	Project string
 }
 
 // The values the memory backend reports for what it does not model.
 const (
 	// MTU is the MTU of every network.
 	MTU = 1500
-	// ProjectID is the project of every network.
+	// ProjectID is the project a backend acts in, and holds its networks
+	// in, unless WithProject.
 	ProjectID = "memory"
 )
 
@@ -93,7 +97,7 @@ func (o *Object) view() network.Network {
 	n.Settings = set
 	up := *set.AdminStateUp
 	n.Observed = network.NormalizeNetwork(&samplecrdv1.NetworkObservation{
-		ID: o.NetworkID, Name: name, Status: "ACTIVE", AdminStateUp: &up, MTU: *set.MTU, ProjectID: ProjectID,
+		ID: o.NetworkID, Name: name, Status: "ACTIVE", AdminStateUp: &up, MTU: *set.MTU, ProjectID: o.Project,
 		Description: *set.Description, Tags: tags, RevisionNumber: o.Revision,
 	})
 	if o.SubnetID != "" {
@@ -311,8 +315,7 @@ func WithOverlappingCIDRs() Option { return func(b *Backend) { b.overlap = true 
 
 // WithProject makes the backend act in project id (Project), as if its
 // credentials were scoped to it: tests of a Network's binding to its
-// project use backends of several. The networks' own projectID stays
-// ProjectID.
+// project use backends of several. Its networks are in that project.
 func WithProject(id string) Option { return func(b *Backend) { b.project = id } }
 
 // Project implements network.Backend.
@@ -365,7 +368,7 @@ func (b *Backend) AddForeign(name, cidr, gateway string, tags ...string) string 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	id := b.newID("net")
-	b.objects[id] = &Object{Tags: tags, BackendName: name, Revision: 2, Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
+	b.objects[id] = &Object{Tags: tags, BackendName: name, Revision: 2, Project: b.project, Network: network.Network{Name: name, CIDR: cidr, Gateway: gateway, NetworkID: id, SubnetID: b.newID("subnet")}}
 	return id
 }
 
@@ -639,7 +642,7 @@ func (b *Backend) Create(ctx context.Context, desired network.Network) (*network
 			b.mu.Unlock()
 			return nil, err
 		}
-		o = &Object{Owned: true, BackendName: network.DisplayName(desired.Namespace, desired.Name), Revision: 1, Network: network.Network{
+		o = &Object{Owned: true, BackendName: network.DisplayName(desired.Namespace, desired.Name), Revision: 1, Project: b.project, Network: network.Network{
 			UID: desired.UID, Namespace: desired.Namespace, Name: desired.Name, NetworkID: b.newID("net"),
 			Settings: network.Settings{Description: desired.Settings.Description, MTU: desired.Settings.MTU, AdminStateUp: desired.Settings.AdminStateUp},
 		}}
