@@ -987,6 +987,9 @@ func (c *Controller) collect(ctx context.Context, cl *cloud) error {
 		if ok && b.SubnetID != "" && mismatch(b, obj.Spec) == "" && inStatus(&obj.Status, &b) {
 			continue
 		}
+		if !ok && rejected(obj) {
+			continue // nothing to compare: its PermanentRetry, or an edit, looks again
+		}
 		logger.Info("Backend network missing, different from the spec or from the status: re-syncing", "network", klog.KObj(obj))
 		c.EnqueueKey(cache.MetaObjectToName(obj))
 	}
@@ -1080,6 +1083,23 @@ func (c *Controller) gone(ctx context.Context, untagged []Network) ([]Network, e
 		live[list.Items[i].UID] = true
 	}
 	return slices.DeleteFunc(candidates, func(n Network) bool { return live[n.UID] }), nil
+}
+
+// rejected reports whether obj's Ready condition, for its current
+// generation, is a refusal that stays until something is edited (its
+// spec, the backend, its credentials): looked at again after
+// PermanentRetry, not at every scan.
+func rejected(obj *samplecrdv1.Network) bool {
+	cond := meta.FindStatusCondition(obj.Status.Conditions, samplecrdv1.ConditionReady)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.ObservedGeneration != obj.Generation {
+		return false
+	}
+	switch cond.Reason {
+	case samplecrdv1.ReasonInvalidSpec, samplecrdv1.ReasonBackendRejected, samplecrdv1.ReasonCIDROverlap, samplecrdv1.ReasonCIDRMismatch,
+		samplecrdv1.ReasonRouterNotFound, samplecrdv1.ReasonSubnetPoolNotFound, samplecrdv1.ReasonCredentialsProjectChanged:
+		return true
+	}
+	return false
 }
 
 // boundUnmanaged returns, for Observe, the Unmanaged Networks that bound

@@ -572,3 +572,45 @@ func TestUntaggedOrphans(t *testing.T) {
 		})
 	}
 }
+
+// A Network the backend refused for good (BackendRejected, nothing in the
+// backend) is looked at again after PermanentRetry or on an edit, not at
+// every scan of the backend.
+func TestRejectedNotRetriedByScans(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := memory.New()
+	var mu sync.Mutex
+	creates := 0
+	mem.SetFault(func(_ context.Context, op memory.Op, _ types.UID) error {
+		if op != memory.OpCreate {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		creates++
+		return network.Permanent("create network", samplecrdv1.ReasonBackendRejected, fmt.Errorf("refused"))
+	})
+	obj := &samplecrdv1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "refused", UID: "u1", Finalizers: []string{network.Finalizer}},
+		Spec: samplecrdv1.NetworkSpec{CIDR: "10.0.0.0/24", Gateway: "10.0.0.1"}}
+	client := fake.NewClientset(obj)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: mem, GCInterval: 5 * time.Millisecond, PermanentRetry: time.Hour})
+	defer func() { cancel(); <-done }()
+	waitForReady(ctx, t, client, "refused", func(c *metav1.Condition) bool { return c.Reason == samplecrdv1.ReasonBackendRejected })
+	mu.Lock()
+	before := creates
+	mu.Unlock()
+	lists := mem.Stats().Lists
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return mem.Stats().Lists >= lists+2*10, nil // 10 scans (a List and an Observe each)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if creates-before > 1 {
+		t.Errorf("10 scans tried the refused create %d more times, want none (a sync under way aside)", creates-before)
+	}
+}

@@ -8,6 +8,8 @@ package credentials
 
 import (
 	"context"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +301,106 @@ func validatedToken(t *testing.T, env map[string]string) *gophercloud.ServiceCli
 		t.Fatal(err)
 	}
 	return probe
+}
+
+// TestCredentialsBoundToTheirProject, on the real Keystone and Neutron: a
+// Network is bound to the project it was provisioned in. Its Secret
+// pointed at another project creates nothing there (no second network,
+// CredentialsProjectChanged); deleting it acts in its own project (a
+// Detach detaches there, and the network stays, whatever garbage
+// collection runs); a Network whose credentials Keystone refused from
+// the start is deleted at once, nothing having been made for it.
+func TestCredentialsBoundToTheirProject(t *testing.T) {
+	cloud := neutrontest.Get(t)
+	cloud.SetEnv(t)
+	managedBy := neutrontest.UniqueManagedBy()
+	cloud.CleanupManagedBy(t, managedBy)
+	kube, ns := framework.Setup(t)
+	e := &env{Networks: framework.NewNetworks(t), t: t, ctx: context.Background(), kube: kube}
+	framework.InstallComponentRBAC(t, "config/network-credentials")
+	first, second := cloud.Project(t), cloud.Project(t)
+	e.secret(ns, "creds", first.User.CloudsYAML("tenant"))
+	typo := first.User.Env["OS_PASSWORD"] + "-typo"
+	e.secret(ns, "typo", []byte(strings.Replace(string(first.User.CloudsYAML("tenant")), "password: "+first.User.Env["OS_PASSWORD"], "password: "+typo, 1)))
+
+	o := framework.Options()
+	o.Controllers = []string{"network"}
+	o.Namespace = ns
+	o.NetworkBackendName = "neutron"
+	o.NeutronManagedBy = managedBy
+	o.NetworkCredentialsFromSecrets = true
+	o.NetworkCredentialsTTL = time.Second
+	o.NetworkGCInterval = time.Second
+	framework.StartManager(t, framework.AdminConfig(), o)
+
+	e.create(ns, "kept", "10.72.0.0/24", "10.72.0.1", "creds")
+	e.Edit(ns, "kept", func(n *samplecrdv1.Network) { n.Spec.OnDelete = samplecrdv1.OnDeleteDetach })
+	e.create(ns, "gone", "10.73.0.0/24", "10.73.0.1", "creds")
+	kept, _ := e.WaitReady(ns, "kept", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	gone, _ := e.WaitReady(ns, "gone", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	for _, n := range []*samplecrdv1.Network{kept, gone} {
+		if n.Status.ProjectID != first.ID {
+			t.Errorf("%s: status.projectID %q, want the first project %s", n.Name, n.Status.ProjectID, first.ID)
+		}
+	}
+
+	// Refused from the start (a typo): deleted at once, nothing made.
+	e.create(ns, "typo", "10.74.0.0/24", "10.74.0.1", "typo")
+	e.WaitReady(ns, "typo", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	if err := e.Client.SamplecrdV1().Networks(ns).Delete(e.ctx, "typo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitGone(ns, "typo")
+	framework.WaitEvent(t, kube, framework.NeutronTimeout, ns, "Network", "typo", corev1.EventTypeNormal, network.ReasonReleased, "Nothing was created")
+
+	// The Secret pointed at the second project: nothing there.
+	e.secret(ns, "creds", second.User.CloudsYAML("tenant"))
+	for _, name := range []string{"kept", "gone"} {
+		e.Edit(ns, name, func(n *samplecrdv1.Network) { n.Labels = map[string]string{"look": "again"} })
+		_, cond := e.WaitReady(ns, name, metav1.ConditionFalse, samplecrdv1.ReasonCredentialsProjectChanged)
+		if !strings.Contains(cond.Message, first.ID) {
+			t.Errorf("%s: %q does not name the project it is bound to", name, cond.Message)
+		}
+	}
+	for _, nt := range cloud.Networks(t, cloud.Admin(t), neutron.ManagedByTagPrefix+managedBy) {
+		if nt.ProjectID == second.ID {
+			t.Errorf("network %s was created in the second project", nt.ID)
+		}
+	}
+
+	// Deleted: in the first project, through the entry that acted for
+	// them; the detached network stays, garbage collection or not.
+	for _, name := range []string{"kept", "gone"} {
+		if err := e.Client.SamplecrdV1().Networks(ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitGone(ns, name)
+	}
+	framework.WaitEvent(t, kube, framework.NeutronTimeout, ns, "Network", "kept", corev1.EventTypeNormal, network.ReasonDetached, "in project "+first.ID)
+	framework.WaitEvent(t, kube, framework.NeutronTimeout, ns, "Network", "gone", corev1.EventTypeNormal, network.ReasonDeleted, "in project "+first.ID)
+	log, err := cloud.AccessLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, framework.NeutronTimeout, "three scans of the second project since", func(ctx context.Context) (bool, error) {
+		reqs, err := log.Requests(ctx, second.User.ID)
+		lists := 0
+		for _, r := range reqs {
+			if r.IsList(managedBy) {
+				lists++
+			}
+		}
+		return lists >= 6, err
+	})
+	admin := cloud.Admin(t)
+	got, err := networks.Get(e.ctx, admin, kept.Status.NetworkID).Extract()
+	if err != nil {
+		t.Fatalf("the detached network is gone: %v", err)
+	}
+	if got.ProjectID != first.ID || slices.ContainsFunc(got.Tags, func(tag string) bool { return strings.HasPrefix(tag, neutron.UIDTagPrefix) }) {
+		t.Errorf("the detached network: project %s, tags %v; want the first project, no tag of ours", got.ProjectID, got.Tags)
+	}
+	if _, err := networks.Get(e.ctx, admin, gone.Status.NetworkID).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		t.Errorf("the deleted Network's network: %v, want it gone", err)
+	}
 }
