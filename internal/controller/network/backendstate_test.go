@@ -105,3 +105,22 @@ func TestCloudEvictedBeforeRunIsNotStarted(t *testing.T) {
 		}
 	}
 }
+
+// A cloud keeps only the Secret references Networks still make (its
+// probes read those Secrets); references not known (the cache failed)
+// prune nothing.
+func TestPruneRefsKeepsTheOnesInUse(t *testing.T) {
+	s := &cloudSet{max: 4, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, bound: map[types.UID]string{}, now: time.Now}
+	cl := newCloud("k", nil)
+	used, stale := secretRef{namespace: "a", secret: "s", cloud: "c"}, secretRef{namespace: "b", secret: "old", cloud: "c"}
+	cl.refs[used], cl.refs[stale] = struct{}{}, struct{}{}
+	s.byKey["k"] = cl
+	s.pruneRefs(nil)
+	if len(cl.refs) != 2 {
+		t.Fatalf("pruned %v with nothing known", cl.refs)
+	}
+	s.pruneRefs(map[secretRef]bool{used: true})
+	if _, ok := cl.refs[used]; !ok || len(cl.refs) != 1 {
+		t.Errorf("refs after pruning %v, want %v alone", cl.refs, used)
+	}
+}

@@ -331,6 +331,38 @@ func (s *cloudSet) dropUnused(cl *cloud, inUse func(types.UID) bool) bool {
 	return true
 }
 
+// pruneRefs drops from every cloud the Secret references not in inUse:
+// its probes read only Secrets that Networks name.
+func (s *cloudSet) pruneRefs(inUse map[secretRef]bool) {
+	if inUse == nil {
+		return // not known
+	}
+	for _, cl := range s.all() {
+		cl.mu.Lock()
+		for r := range cl.refs {
+			if !inUse[r] {
+				delete(cl.refs, r)
+			}
+		}
+		cl.mu.Unlock()
+	}
+}
+
+// refsInUse returns the Secret references of the cached Networks.
+func (c *Controller) refsInUse() map[secretRef]bool {
+	objs, err := c.lister.List(everything)
+	out := map[secretRef]bool{}
+	if err != nil {
+		return nil
+	}
+	for _, obj := range objs {
+		if ref := obj.Spec.CloudCredentialsRef; ref != nil {
+			out[secretRef{namespace: obj.Namespace, secret: ref.SecretName, cloud: ref.CloudName}] = true
+		}
+	}
+	return out
+}
+
 // evict forgets the UIDs whose Network is gone and stops the clouds no
 // Network uses that were not used for grace.
 func (s *cloudSet) evict(inUse func(types.UID) bool, grace time.Duration) {

@@ -281,8 +281,10 @@ func (c *Controller) scanLoop(ctx context.Context, cl *cloud) {
 			return
 		}
 		if cl == c.def {
-			// Entries unused for a whole interval are forgotten.
+			// Entries unused for a whole interval are forgotten, and
+			// Secret references no Network makes any more.
 			c.clouds.evict(c.networkCached, c.opts.GCInterval)
+			c.clouds.pruneRefs(c.refsInUse())
 		}
 		delay := c.opts.GCInterval
 		var listErr *listError

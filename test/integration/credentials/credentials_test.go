@@ -320,6 +320,9 @@ func TestCredentialsBoundToTheirProject(t *testing.T) {
 	framework.InstallComponentRBAC(t, "config/network-credentials")
 	first, second := cloud.Project(t), cloud.Project(t)
 	e.secret(ns, "creds", first.User.CloudsYAML("tenant"))
+	// Another Network keeps the first project's entry, and its garbage
+	// collection, going.
+	e.secret(ns, "stay", first.User.CloudsYAML("tenant"))
 	typo := first.User.Env["OS_PASSWORD"] + "-typo"
 	e.secret(ns, "typo", []byte(strings.Replace(string(first.User.CloudsYAML("tenant")), "password: "+first.User.Env["OS_PASSWORD"], "password: "+typo, 1)))
 
@@ -336,6 +339,8 @@ func TestCredentialsBoundToTheirProject(t *testing.T) {
 	e.create(ns, "kept", "10.72.0.0/24", "10.72.0.1", "creds")
 	e.Edit(ns, "kept", func(n *samplecrdv1.Network) { n.Spec.OnDelete = samplecrdv1.OnDeleteDetach })
 	e.create(ns, "gone", "10.73.0.0/24", "10.73.0.1", "creds")
+	e.create(ns, "stays", "10.75.0.0/24", "10.75.0.1", "stay")
+	e.WaitReady(ns, "stays", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	kept, _ := e.WaitReady(ns, "kept", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	gone, _ := e.WaitReady(ns, "gone", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	for _, n := range []*samplecrdv1.Network{kept, gone} {
@@ -382,15 +387,18 @@ func TestCredentialsBoundToTheirProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, framework.NeutronTimeout, "three scans of the second project since", func(ctx context.Context) (bool, error) {
-		reqs, err := log.Requests(ctx, second.User.ID)
+	framework.Eventually(t, framework.NeutronTimeout, "three scans of the first project since", func(ctx context.Context) (bool, error) {
+		reqs, err := log.Requests(ctx, first.User.ID)
+		if err != nil {
+			return false, nil // the log's marker request timed out: read again
+		}
 		lists := 0
 		for _, r := range reqs {
 			if r.IsList(managedBy) {
 				lists++
 			}
 		}
-		return lists >= 6, err
+		return lists >= 6, nil
 	})
 	admin := cloud.Admin(t)
 	got, err := networks.Get(e.ctx, admin, kept.Status.NetworkID).Extract()
@@ -403,4 +411,8 @@ func TestCredentialsBoundToTheirProject(t *testing.T) {
 	if _, err := networks.Get(e.ctx, admin, gone.Status.NetworkID).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		t.Errorf("the deleted Network's network: %v, want it gone", err)
 	}
+	if err := e.Client.SamplecrdV1().Networks(ns).Delete(e.ctx, "stays", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitGone(ns, "stays")
 }
