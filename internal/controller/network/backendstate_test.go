@@ -2,6 +2,7 @@ package network
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +123,30 @@ func TestPruneRefsKeepsTheOnesInUse(t *testing.T) {
 	s.pruneRefs(map[secretRef]bool{used: true})
 	if _, ok := cl.refs[used]; !ok || len(cl.refs) != 1 {
 		t.Errorf("refs after pruning %v, want %v alone", cl.refs, used)
+	}
+}
+
+// One namespace's Secrets hold at most perNamespace distinct entries:
+// another namespace still gets its own while the first is at its bound.
+func TestCloudsBoundedPerNamespace(t *testing.T) {
+	s := &cloudSet{max: 10, perNamespace: 2, byKey: map[string]*cloud{}, byUID: map[types.UID]string{}, bound: map[types.UID]string{}, now: time.Now}
+	inUse := func(types.UID) bool { return true }
+	use := func(ns, key string) error {
+		_, err := s.use(types.UID(ns+key), secretRef{namespace: ns, secret: key, cloud: "c"}, CloudConfig{Key: key}, inUse)
+		return err
+	}
+	for _, k := range []string{"a1", "a2"} {
+		if err := use("a", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := use("a", "a3"); !errors.Is(err, errTooManyClouds) || !strings.Contains(err.Error(), "namespace a") {
+		t.Errorf("a third entry of namespace a = %v, want refused naming the namespace", err)
+	}
+	if err := use("a", "a1"); err != nil {
+		t.Errorf("an entry namespace a holds already = %v, want it", err)
+	}
+	if err := use("b", "b1"); err != nil {
+		t.Errorf("namespace b's first entry = %v, want it", err)
 	}
 }

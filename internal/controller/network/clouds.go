@@ -42,6 +42,10 @@ type Credentials struct {
 	// MaxClouds bounds the cloud entries (backends) held at once; entries
 	// no Network uses are forgotten first. 0 means 256.
 	MaxClouds int
+	// MaxCloudsPerNamespace bounds the entries the Secrets of one
+	// namespace bring, so that no namespace takes the others' share of
+	// MaxClouds. 0 means 16.
+	MaxCloudsPerNamespace int
 }
 
 // CloudConfig is a parsed cloud entry.
@@ -176,9 +180,11 @@ func (s *secretCache) read(ctx context.Context, namespace, name string, fresh bo
 // cloudSet is the clouds of the Networks' credentials, by key, and which
 // cloud each Network last resolved to.
 type cloudSet struct {
-	mu    sync.Mutex
-	max   int
-	byKey map[string]*cloud
+	mu  sync.Mutex
+	max int
+	// perNamespace bounds the entries of one namespace's Secrets.
+	perNamespace int
+	byKey        map[string]*cloud
 	// byUID is the cloud each Network's credentials last resolved to,
 	// bound the one that last acted for it, in its project (see bind).
 	byUID   map[types.UID]string
@@ -199,11 +205,14 @@ func (s *cloudSet) use(uid types.UID, ref secretRef, cfg CloudConfig, inUse func
 	defer s.mu.Unlock()
 	cl, ok := s.byKey[cfg.Key]
 	if !ok {
-		if len(s.byKey) >= s.max {
+		if len(s.byKey) >= s.max || s.perNamespace > 0 && s.inNamespaceLocked(ref.namespace) >= s.perNamespace {
 			s.evictLocked(inUse, 0)
 		}
 		if len(s.byKey) >= s.max {
 			return nil, fmt.Errorf("%w (%d): the manager holds a backend for each; Networks using the same cloud entry share one", errTooManyClouds, s.max)
+		}
+		if n := s.inNamespaceLocked(ref.namespace); s.perNamespace > 0 && n >= s.perNamespace {
+			return nil, fmt.Errorf("%w in namespace %s (%d, the most one namespace may hold): Networks using the same cloud entry share one; use fewer distinct entries", errTooManyClouds, ref.namespace, n)
 		}
 		cl = newCloud(cfg.Key, nil)
 		cl.description, cl.config = cfg.Description, cfg
@@ -220,6 +229,22 @@ func (s *cloudSet) use(uid types.UID, ref secretRef, cfg CloudConfig, inUse func
 	cl.mu.Unlock()
 	s.byUID[uid] = cfg.Key
 	return cl, nil
+}
+
+// inNamespaceLocked counts the clouds a Secret of namespace resolved to.
+func (s *cloudSet) inNamespaceLocked(namespace string) int {
+	n := 0
+	for _, cl := range s.byKey {
+		cl.mu.Lock()
+		for r := range cl.refs {
+			if r.namespace == namespace {
+				n++
+				break
+			}
+		}
+		cl.mu.Unlock()
+	}
+	return n
 }
 
 func (s *cloudSet) startLocked(cl *cloud) {

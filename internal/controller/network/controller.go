@@ -191,8 +191,11 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 		if cc.MaxClouds <= 0 {
 			cc.MaxClouds = 256
 		}
+		if cc.MaxCloudsPerNamespace <= 0 {
+			cc.MaxCloudsPerNamespace = 16
+		}
 		c.creds = &cc
-		c.clouds.max = cc.MaxClouds
+		c.clouds.max, c.clouds.perNamespace = cc.MaxClouds, cc.MaxCloudsPerNamespace
 		c.secrets = &secretCache{ttl: cc.TTL, get: cc.GetSecret, m: map[types.NamespacedName]secretRead{}, now: time.Now}
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
