@@ -83,6 +83,8 @@ type cloud struct {
 	refs   map[secretRef]struct{}
 	cancel context.CancelFunc
 	used   time.Time
+	// busy counts the syncs of the cloud under way (Controller.slot).
+	busy int
 }
 
 func newCloud(key string, b Backend) *cloud {

@@ -116,6 +116,10 @@ type Controller struct {
 	creds   *Credentials
 	secrets *secretCache
 	clouds  *cloudSet
+	// slots is how many syncs of one cloud of the Networks' own
+	// credentials run at once (half the workers, at least one): a slow or
+	// hanging cloud never holds every worker.
+	slots int
 	// neverCreated holds the UIDs of the Networks whose finalizer this
 	// process added and that it has not tried to create yet: no create can
 	// have been attempted for them, by anyone (see sync), so their first
@@ -218,6 +222,37 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 	}
 	return c, nil
 }
+
+// Run runs the controller with workers workers, at most half of them (at
+// least one) on one cloud of the Networks' own credentials at a time.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.slots = max(1, workers/2)
+	c.Base.Run(ctx, workers)
+}
+
+// slot takes one of cl's sync slots for the caller (release gives it
+// back); a sync that gets none is looked at again shortly, leaving its
+// worker to another cloud's Networks. The manager's own cloud has no
+// bound.
+func (c *Controller) slot(cl *cloud) (release func(), ok bool) {
+	if cl == nil || cl == c.def || c.slots == 0 {
+		return func() {}, true
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.busy >= c.slots {
+		return nil, false
+	}
+	cl.busy++
+	return func() {
+		cl.mu.Lock()
+		cl.busy--
+		cl.mu.Unlock()
+	}, true
+}
+
+// busyRetry is when a sync that found its cloud's slots taken looks again.
+const busyRetry = time.Second
 
 // forgetObserved drops what the last scan read of an Unmanaged Network's
 // network, so that its sync reads it again: an edit asks for a fresh look
@@ -469,6 +504,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return c.credentialsFailed(ctx, cached, err)
 	}
+	release, ok := c.slot(cl)
+	if !ok {
+		return &controller.RequeueAfter{Delay: busyRetry}
+	}
+	defer release()
 	if up, reason, message := cl.state.waitUnlessUp(key); !up {
 		return c.waitForBackend(ctx, cached, reason, message)
 	}
@@ -659,6 +699,11 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 	case cl == nil:
 		return c.leaveBehind(ctx, cached, why)
 	}
+	release, ok := c.slot(cl)
+	if !ok {
+		return &controller.RequeueAfter{Delay: busyRetry}
+	}
+	defer release()
 	remove, what := cl.getBackend().Delete, "Deleting"
 	if cached.Spec.Detach() {
 		remove, what = cl.getBackend().Detach, "Detaching"

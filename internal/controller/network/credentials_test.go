@@ -2,10 +2,12 @@ package network_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -548,4 +550,70 @@ func TestRestartObservesTenantUnmanagedInBatches(t *testing.T) {
 	if got := mem.Stats().Gets; got > 2 {
 		t.Errorf("%d Unmanaged Networks of one entry took %d one-by-one reads (and %d Lists), want their scan's one Observe", n, got, mem.Stats().Lists)
 	}
+}
+
+// A cloud of the Networks' own credentials that hangs (every request
+// slower than anything waits for) holds at most half the workers: the
+// Networks of the manager's own cloud are still reconciled beside it.
+func TestHangingCloudLeavesWorkersToOthers(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec.set("slow", "creds", cloudsYAML("openstack", "p1-slow"))
+	hanging := memory.New(memory.WithProject("project-p1"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{"p1-slow": hanging}}
+	var objs []runtime.Object
+	for i := range 8 {
+		objs = append(objs, credNetwork("slow", fmt.Sprintf("n%d", i), fmt.Sprintf("u%d", i), fmt.Sprintf("10.1.%d.0/24", i), &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"}))
+	}
+	client := fake.NewClientset(objs...)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	c, err := network.New(ctx, &controller.Context{
+		SampleClient: client, SampleInformerFactory: factory, FieldManager: "test",
+		EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
+	}, network.Options{Backend: memory.New(),
+		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx, 4) }()
+	unblock := make(chan struct{})
+	defer func() { close(unblock); cancel(); <-done }()
+	for i := range 8 {
+		waitCondition(ctx, t, client, "slow", fmt.Sprintf("n%d", i), metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	}
+	// Then every request of the tenant's cloud hangs: each slow Network
+	// edited (its gateway moved) waits for it.
+	var hung atomic.Int32
+	hanging.SetFault(func(ctx context.Context, _ memory.Op, _ types.UID) error {
+		hung.Add(1)
+		select {
+		case <-unblock:
+		case <-ctx.Done():
+		}
+		return errors.New("hung up")
+	})
+	for i := range 8 {
+		got, err := client.SamplecrdV1().Networks("slow").Get(ctx, fmt.Sprintf("n%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.Gateway = fmt.Sprintf("10.1.%d.254", i)
+		got.Generation++
+		if _, err := client.SamplecrdV1().Networks("slow").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return hung.Load() >= 2, nil
+	}); err != nil {
+		t.Fatal("the edits never reached the hanging cloud")
+	}
+	// A Network of the manager's own cloud, after them: reconciled.
+	if err := client.Tracker().Add(credNetwork("own", "own", "u-own", "10.9.0.0/24", nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, client, "own", "own", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 }

@@ -215,6 +215,7 @@ func TestCredentialsPerNetwork(t *testing.T) {
 	// then in the Secret: in between, A's Networks say the credentials
 	// are refused; then they work again, no restart.
 	probeA := validatedToken(t, tenantA.User.Env)
+	stopped := strings.Count(m.Logs(), "Cloud entry no longer used: stopped")
 	newPassword := tenantA.User.Env["OS_PASSWORD"] + "-rotated"
 	if err := tenantA.User.SetPassword(e.ctx, newPassword); err != nil {
 		t.Fatal(err)
@@ -240,6 +241,12 @@ func TestCredentialsPerNetwork(t *testing.T) {
 		}
 		subs := cloud.Subnets(t, cloud.Admin(t), n.Status.NetworkID)
 		return len(subs) == 1 && subs[0].GatewayIP == "10.60.0.254", nil
+	})
+	// The old entry, which Keystone refuses and no Network uses any more,
+	// stops: no more logins with the old password (a Keystone with
+	// account lockout would count them against the user just rotated).
+	framework.Eventually(t, framework.NeutronTimeout, "the rotated entry stopped", func(ctx context.Context) (bool, error) {
+		return strings.Count(m.Logs(), "Cloud entry no longer used: stopped") > stopped, nil
 	})
 
 	// Tenant B's user revoked: once Neutron refuses its tokens, B's
