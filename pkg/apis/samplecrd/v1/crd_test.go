@@ -81,6 +81,11 @@ func loadCRDValidator(t testing.TB) *crdValidator {
 // absent); cidr and gateway are always sent, as clients of the version
 // before they were optional did.
 func networkObject(t testing.TB, spec NetworkSpec) map[string]any {
+	return networkWithStatus(t, spec, nil)
+}
+
+// networkWithStatus is networkObject with status (nil: none).
+func networkWithStatus(t testing.TB, spec NetworkSpec, status *NetworkStatus) map[string]any {
 	t.Helper()
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -94,25 +99,44 @@ func networkObject(t testing.TB, spec NetworkSpec) map[string]any {
 	if spec.Import == nil {
 		s["cidr"], s["gateway"] = spec.CIDR, spec.Gateway
 	}
-	return map[string]any{
+	obj := map[string]any{
 		"apiVersion": SchemeGroupVersion.String(),
 		"kind":       "Network",
 		"metadata":   map[string]any{"name": "n", "namespace": "default"},
 		"spec":       s,
 	}
+	if status != nil {
+		data, err := json.Marshal(status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		if err := utiljson.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		obj["status"] = st
+	}
+	return obj
 }
 
 // validate returns the errors the API server reports for creating a Network
 // with spec (old == nil) or updating one from old to spec.
 func (v *crdValidator) validate(t testing.TB, spec NetworkSpec, old *NetworkSpec) field.ErrorList {
 	t.Helper()
-	obj := networkObject(t, spec)
+	return v.validateWithStatus(t, spec, old, nil)
+}
+
+// validateWithStatus is validate of an update of a Network whose stored
+// status is status (the API server keeps it on a spec update).
+func (v *crdValidator) validateWithStatus(t testing.TB, spec NetworkSpec, old *NetworkSpec, status *NetworkStatus) field.ErrorList {
+	t.Helper()
+	obj := networkWithStatus(t, spec, status)
 	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.schema)
 	// x-kubernetes-list-type: set (the API server checks it apart from the schema).
 	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
 	var oldObj any
 	if old != nil {
-		oldObj = networkObject(t, *old)
+		oldObj = networkWithStatus(t, *old, status)
 	}
 	celErrs, remaining := v.cel.Validate(context.Background(), nil, v.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
 	if remaining < 0 {
@@ -210,9 +234,11 @@ func TestCRDValidationUpdate(t *testing.T) {
 	}
 	pooled := NetworkSpec{SubnetPool: &SubnetPoolRef{Name: "shared"}, PrefixLength: ptr(int32(26))}
 	routed := with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "edge"} })
+	attached := &NetworkStatus{Router: &RouterObservation{ID: "r1", PortID: "p1"}}
 	for _, tc := range []struct {
 		name    string
 		old     *NetworkSpec // nil: the seed's
+		status  *NetworkStatus
 		spec    NetworkSpec
 		wantErr string
 	}{
@@ -237,10 +263,12 @@ func TestCRDValidationUpdate(t *testing.T) {
 		{name: "pooled settings changed", old: &pooled, spec: with(pooled, func(s *NetworkSpec) { s.EnableDHCP = ptr(false) })},
 		{name: "router added", spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "edge"} })},
 		{name: "router removed", old: &routed, spec: seed},
-		{name: "router switched", old: &routed, spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "other"} }),
-			wantErr: "router cannot be switched to another router in one edit: Neutron cannot move a router interface; remove spec.router"},
-		{name: "gateway changed with a router", old: &routed, spec: with(routed, func(s *NetworkSpec) { s.Gateway = "192.168.255.254" }),
+		{name: "router switched while attached", old: &routed, status: attached, spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "other"} }),
+			wantErr: "router cannot be switched to another router in one edit while the subnet is attached (status.router): Neutron cannot move a router interface; remove spec.router"},
+		{name: "router switched before it was ever attached (a typo fixed in one edit)", old: &routed, spec: with(seed, func(s *NetworkSpec) { s.Router = &RouterRef{Name: "other"} })},
+		{name: "gateway changed with a router attached", old: &routed, status: attached, spec: with(routed, func(s *NetworkSpec) { s.Gateway = "192.168.255.254" }),
 			wantErr: "the gateway cannot change while the subnet is attached to a router"},
+		{name: "gateway changed with a router not attached", old: &routed, spec: with(routed, func(s *NetworkSpec) { s.Gateway = "192.168.255.254" })},
 		{name: "settings changed with a router", old: &routed, spec: with(routed, func(s *NetworkSpec) { s.DNSNameservers = []string{"192.168.0.53"} })},
 		{name: "gateway change", spec: NetworkSpec{CIDR: "192.168.0.0/16", Gateway: "192.168.255.254"}},
 		{name: "cidr change", spec: NetworkSpec{CIDR: "10.0.0.0/8", Gateway: "10.0.0.1"},
@@ -252,7 +280,7 @@ func TestCRDValidationUpdate(t *testing.T) {
 			if tc.old != nil {
 				old = tc.old
 			}
-			errs := v.validate(t, tc.spec, old)
+			errs := v.validateWithStatus(t, tc.spec, old, tc.status)
 			if tc.wantErr == "" {
 				if len(errs) > 0 {
 					t.Fatalf("the API server would reject the update to %+v: %v", tc.spec, errs.ToAggregate())
