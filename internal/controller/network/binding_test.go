@@ -132,7 +132,7 @@ func TestRestartedThenSecretRepointedThenDeleted(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec := newSecrets()
 			sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 			sec.set("a", "same", cloudsYAML("openstack", "p1-a"))
 			fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
@@ -143,7 +143,7 @@ func TestRestartedThenSecretRepointedThenDeleted(t *testing.T) {
 			client := fake.NewClientset(obj, credNetwork("a", "other", "u2", "10.2.0.0/24", credsRef("same")))
 			opts := network.Options{Backend: memory.New(), GCInterval: 20 * time.Millisecond,
 				DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
-				Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}}
+				Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)}
 
 			// First process: both provisioned in project-p1.
 			ctx1, stop1 := context.WithCancel(ctx)
@@ -220,7 +220,7 @@ func TestTransientSecretReadDuringDeletionWaits(t *testing.T) {
 			client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", credsRef("creds")))
 			opts := network.Options{Backend: memory.New(),
 				DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
-				Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}}
+				Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)}
 			ctx1, stop1 := context.WithCancel(ctx)
 			done1 := runControllerWith(ctx1, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), opts)
 			waitCondition(ctx, t, client, "a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
@@ -272,13 +272,13 @@ func TestLegacyNetworkRepointedSecretCreatesNothing(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
 	client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", credsRef("creds")))
 	opts := network.Options{Backend: memory.New(), GCInterval: 20 * time.Millisecond,
 		DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}}
+		Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)}
 	ctx1, stop1 := context.WithCancel(ctx)
 	done1 := runControllerWith(ctx1, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), opts)
 	waitCondition(ctx, t, client, "a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
@@ -370,7 +370,7 @@ func TestRotationWithinTheProject(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec := newSecrets()
 			sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 			fc := &projectClouds{projects: map[string]*memory.Backend{}}
 			client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", credsRef("creds")))
@@ -453,14 +453,14 @@ func TestDeletionOnARevokedEntryNobodyHoldsEnds(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec := newSecrets()
 			sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 			fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
 			client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", credsRef("creds")))
 			recorder := record.NewFakeRecorder(100)
 			done := runControllerWith(ctx, t, client, externalversions.NewSharedInformerFactory(client, 0), recorder, network.Options{Backend: memory.New(),
 				GCInterval: 20 * time.Millisecond, DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
-				Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}})
+				Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)})
 			defer func() { cancel(); <-done }()
 			waitCondition(ctx, t, client, "a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 
@@ -504,7 +504,7 @@ func TestTooManyCloudsDuringDeletionWaits(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 	sec.set("b", "creds", cloudsYAML("openstack", "p3-b"))
 	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
@@ -570,7 +570,7 @@ func TestSecretBackAndForth(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec := newSecrets()
 			sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 			fc := &projectClouds{projects: map[string]*memory.Backend{}}
 			client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", credsRef("creds")))
@@ -617,7 +617,7 @@ func TestStatusWriteFailedThenSecretRepointed(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
 	client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", credsRef("creds")))
@@ -633,7 +633,7 @@ func TestStatusWriteFailedThenSecretRepointed(t *testing.T) {
 	})
 	done := runControllerWith(ctx, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), network.Options{Backend: memory.New(),
 		GCInterval: 20 * time.Millisecond, DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}})
+		Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)})
 	defer func() { cancel(); <-done }()
 	// The create in project-p1 succeeds; its status write does not.
 	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -679,7 +679,7 @@ func TestNoWriteStorm(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("ns", "p1", cloudsYAML("openstack", "p1-a"))
 	sec.set("ns", "refused", cloudsYAML("openstack", "refused-x"))
 	sec.set("ns", "moved", cloudsYAML("openstack", "p1-a"))
@@ -738,7 +738,7 @@ func TestSharedEntryAcrossNamespaces(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 	sec.set("b", "creds", cloudsYAML("openstack", "p1-a"))
 	fc := &projectClouds{projects: map[string]*memory.Backend{}}
@@ -844,13 +844,13 @@ func TestLegacyNetworkDeletedInItsProject(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
 	client := fake.NewClientset(credNetwork("a", "n", "u1", "10.1.0.0/24", credsRef("creds")))
 	opts := network.Options{Backend: memory.New(), GCInterval: 20 * time.Millisecond,
 		DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}}
+		Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)}
 	ctx1, stop1 := context.WithCancel(ctx)
 	defer stop1()
 	done1 := runControllerWith(ctx1, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), opts)

@@ -46,6 +46,8 @@ func (s *secrets) idleFor(d time.Duration) bool {
 	return time.Since(s.last) > d
 }
 
+func newSecrets() *secrets { return &secrets{m: map[types.NamespacedName]map[string][]byte{}} }
+
 func (s *secrets) set(ns, name string, data map[string][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,6 +98,12 @@ func (f *clouds) newBackend(_ context.Context, cfg network.CloudConfig) (network
 		f.backends[pw] = b
 	}
 	return b, nil
+}
+
+// credentials turns on the Networks' own credentials, read with get and
+// parsed as the manager does, connected through f.
+func (f *clouds) credentials(get func(context.Context, string, string) (*corev1.Secret, error), ttl time.Duration) *network.Credentials {
+	return &network.Credentials{GetSecret: get, Parse: neutron.ParseCloud, NewBackend: f.newBackend, TTL: ttl}
 }
 
 func (f *clouds) triesOf(pw string) int {
@@ -186,7 +194,7 @@ func TestBadCredentialsReachOnlyTheirNetworks(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec := newSecrets()
 			sec.set("good", "good", cloudsYAML("openstack", "pw-good"))
 			if tc.secret != nil {
 				sec.set("bad", "bad", tc.secret)
@@ -201,7 +209,7 @@ func TestBadCredentialsReachOnlyTheirNetworks(t *testing.T) {
 			def := memory.New()
 			opts := network.Options{Backend: def, DownRetry: 10 * time.Millisecond, DownRetryMax: 50 * time.Millisecond}
 			if !tc.off {
-				opts.Credentials = &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}
+				opts.Credentials = fakeClouds.credentials(sec.get, time.Minute)
 			}
 			done := runControllerWith(ctx, t, client, factory, recorder, opts)
 
@@ -241,7 +249,7 @@ func TestOneBackendPerEntrySecretChangesAndEviction(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "pw-1"))
 	sec.set("b", "same", cloudsYAML("openstack", "pw-1"))
 	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
@@ -257,7 +265,7 @@ func TestOneBackendPerEntrySecretChangesAndEviction(t *testing.T) {
 		SampleClient: client, SampleInformerFactory: factory, FieldManager: "test",
 		EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
 	}, network.Options{Backend: memory.New(), GCInterval: 20 * time.Millisecond,
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}})
+		Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +344,7 @@ func TestDeletingWithoutCredentials(t *testing.T) {
 			}
 			client := fake.NewClientset(obj)
 			factory := externalversions.NewSharedInformerFactory(client, 0)
-			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec := newSecrets()
 			if tc.secret != nil {
 				sec.set("a", "creds", tc.secret)
 			}
@@ -345,7 +353,7 @@ func TestDeletingWithoutCredentials(t *testing.T) {
 			before := metricValue(t, "controller_network_left_behind_total", "", "")
 			done := runControllerWith(ctx, t, client, factory, recorder, network.Options{Backend: memory.New(),
 				DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
-				Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+				Credentials: fakeClouds.credentials(sec.get, time.Minute)})
 			defer func() { cancel(); <-done }()
 			if tc.waits != "" {
 				waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, tc.waits)
@@ -394,7 +402,7 @@ func TestSecretPointedAtAnotherProject(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 	// Another Network keeps the first project's cloud (and its garbage
 	// collection) going.
@@ -406,7 +414,7 @@ func TestSecretPointedAtAnotherProject(t *testing.T) {
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(100)
 	done := runControllerWith(ctx, t, client, factory, recorder, network.Options{Backend: memory.New(), GCInterval: 20 * time.Millisecond,
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: 10 * time.Millisecond}})
+		Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)})
 	defer func() { cancel(); <-done }()
 	waitCondition(ctx, t, client, "a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
 	got, err := client.SamplecrdV1().Networks("a").Get(ctx, "n", metav1.GetOptions{})
@@ -486,7 +494,7 @@ func TestRotatedEntryStopsProbing(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "refused"))
 	// Another Network's entry, refused all along: its probes are the
 	// clock the old entry's are compared with.
@@ -497,7 +505,7 @@ func TestRotatedEntryStopsProbing(t *testing.T) {
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(100), network.Options{Backend: memory.New(),
 		GCInterval: time.Hour, DownRetry: 5 * time.Millisecond, DownRetryMax: 10 * time.Millisecond,
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+		Credentials: fakeClouds.credentials(sec.get, time.Minute)})
 	defer func() { cancel(); <-done }()
 	waitCondition(ctx, t, client, "a", "n", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
@@ -522,7 +530,7 @@ func TestRestartObservesTenantUnmanagedInBatches(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("a", "creds", cloudsYAML("openstack", "p1-a"))
 	mem := memory.New(memory.WithProject("project-p1"))
 	fakeClouds := &clouds{backends: map[string]*memory.Backend{"p1-a": mem}}
@@ -540,7 +548,7 @@ func TestRestartObservesTenantUnmanagedInBatches(t *testing.T) {
 	client := fake.NewClientset(objs...)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	done := runControllerWith(ctx, t, client, factory, record.NewFakeRecorder(1000), network.Options{Backend: memory.New(),
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+		Credentials: fakeClouds.credentials(sec.get, time.Minute)})
 	defer func() { cancel(); <-done }()
 	for i := range n {
 		waitCondition(ctx, t, client, "a", fmt.Sprintf("obs-%d", i), metav1.ConditionTrue, samplecrdv1.ReasonObserved)
@@ -558,7 +566,7 @@ func TestRestartObservesTenantUnmanagedInBatches(t *testing.T) {
 func TestHangingCloudLeavesWorkersToOthers(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+	sec := newSecrets()
 	sec.set("slow", "creds", cloudsYAML("openstack", "p1-slow"))
 	hanging := memory.New(memory.WithProject("project-p1"))
 	fakeClouds := &clouds{backends: map[string]*memory.Backend{"p1-slow": hanging}}
@@ -572,7 +580,7 @@ func TestHangingCloudLeavesWorkersToOthers(t *testing.T) {
 		SampleClient: client, SampleInformerFactory: factory, FieldManager: "test",
 		EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
 	}, network.Options{Backend: memory.New(),
-		Credentials: &network.Credentials{GetSecret: sec.get, Parse: neutron.ParseCloud, NewBackend: fakeClouds.newBackend, TTL: time.Minute}})
+		Credentials: fakeClouds.credentials(sec.get, time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -74,7 +73,7 @@ func TestNoSecretInAnyMessage(t *testing.T) {
 			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(4)))
 			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 			defer cancel()
-			sec := &secrets{m: map[types.NamespacedName]map[string][]byte{}}
+			sec := newSecrets()
 			sec.set("a", "creds", markedClouds(tc.host))
 			obj := credNetwork("a", "n", "u1", "10.1.0.0/24", &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"})
 			client := fake.NewClientset(obj)
