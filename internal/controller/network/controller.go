@@ -1110,10 +1110,14 @@ func (c *Controller) tagUntagged(ctx context.Context, backend Backend, untagged 
 	return errors.Join(errs...)
 }
 
+// Garbage collection confirms a network tagged before the tags named its
+// Network gone with a live list of every Network (a manager of every
+// namespace only).
+// +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks,verbs=list
+
 // gone returns the networks of untagged whose Network's UID the API
 // server does not hold (one live list of every Network, only when there
 // are such networks and none is in the cache).
-// +kubebuilder:rbac:groups=samplecrd.k8s.io,resources=networks,verbs=list
 func (c *Controller) gone(ctx context.Context, untagged []Network) ([]Network, error) {
 	var candidates []Network
 	for _, n := range untagged {

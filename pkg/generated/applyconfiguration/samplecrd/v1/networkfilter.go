@@ -26,7 +26,8 @@ package v1
 type NetworkFilterApplyConfiguration struct {
 	// Name is the network's exact name.
 	Name *string `json:"name,omitempty"`
-	// Tags must all be on the network.
+	// Tags must all be on the network. No comma: Neutron's tag filter
+	// reads one as two tags.
 	Tags []string `json:"tags,omitempty"`
 }
 

@@ -87,7 +87,7 @@ type NetworkSpecApplyConfiguration struct {
 	// it.
 	AllocationPools []AllocationPoolSpecApplyConfiguration `json:"allocationPools,omitempty"`
 	// HostRoutes are the routes the subnet's DHCP hands out. [] removes
-	// them all.
+	// them all. At most 20, Neutron's default max_subnet_host_routes.
 	HostRoutes []HostRouteApplyConfiguration `json:"hostRoutes,omitempty"`
 	// SubnetPool takes the subnet's range from a Neutron subnet pool (a
 	// shared one of the cloud, or the project's) instead of cidr: Neutron

@@ -45,6 +45,13 @@ type NetworkStatusApplyConfiguration struct {
 	// Router is the router interface the controller added to the subnet
 	// (spec.router), as last observed.
 	Router *RouterObservationApplyConfiguration `json:"router,omitempty"`
+	// ProjectID is the OpenStack project (Keystone's project ID) the
+	// Network is bound to: the one its backend network was first created
+	// or imported in. It never changes: credentials that later act in
+	// another project (a Secret pointed elsewhere) are refused
+	// (CredentialsProjectChanged) and nothing is created there; deleting
+	// or detaching acts in this project.
+	ProjectID *string `json:"projectID,omitempty"`
 }
 
 // NetworkStatusApplyConfiguration constructs a declarative configuration of the NetworkStatus type for use with
@@ -111,5 +118,13 @@ func (b *NetworkStatusApplyConfiguration) WithSubnet(value *SubnetObservationApp
 // If called multiple times, the Router field is set to the value of the last call.
 func (b *NetworkStatusApplyConfiguration) WithRouter(value *RouterObservationApplyConfiguration) *NetworkStatusApplyConfiguration {
 	b.Router = value
+	return b
+}
+
+// WithProjectID sets the ProjectID field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ProjectID field is set to the value of the last call.
+func (b *NetworkStatusApplyConfiguration) WithProjectID(value string) *NetworkStatusApplyConfiguration {
+	b.ProjectID = &value
 	return b
 }
