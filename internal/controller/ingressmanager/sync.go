@@ -122,17 +122,22 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
 			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
 	}
-	if rendering == TargetHTTPRoute && len(in.AccessControl) > 0 && in.invalid(TargetHTTPRoute) == nil {
+	if guarded, onIngress := guardedKeys(in, svc, ing); rendering == TargetHTTPRoute && len(guarded) > 0 && in.invalid(TargetHTTPRoute) == nil {
 		// An HTTPRoute would serve the Service without the access control
 		// only its Ingress controller enforces: keep (or go back to) the
 		// Ingress until the user says the Gateway side has it.
 		rendering = TargetIngress
+		where, remove := AnnotationAnnotations, AnnotationAnnotations
+		if len(onIngress) > 0 {
+			where = fmt.Sprintf("%s or Ingress %s itself", AnnotationAnnotations, ing.Name)
+			remove = fmt.Sprintf("%s or the Ingress", AnnotationAnnotations)
+		}
 		r.warn(ReasonAccessControlOnIngress, "", fmt.Sprintf(
 			"the Service asks for an HTTPRoute attached to Gateway %s, but %s restricts access with %s, which an HTTPRoute ignores; "+
 				"it stays on an Ingress so that it is not served without them. Enforce the equivalent on the Gateway side (%s), "+
 				"then list the keys in %s (or \"*\") or remove them from %s",
-			in.Gateway, AnnotationAnnotations, describeKeys(in.AccessControl), insteadOf(in.AccessControl),
-			AnnotationGatewayAcknowledged, AnnotationAnnotations))
+			in.Gateway, where, describeKeys(guarded), insteadOf(guarded),
+			AnnotationGatewayAcknowledged, remove))
 	}
 	var wrote bool
 	if rendering == TargetHTTPRoute {

@@ -65,6 +65,23 @@ func TestSync(t *testing.T) {
 		{name: "on a Gateway, with access control only an Ingress enforces: an Ingress, and a Warning",
 			ann:  map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/whitelist-source-range": "192.0.2.0/24"}`},
 			want: []string{"create ingresses"}, events: []string{ReasonAccessControlOnIngress, ReasonIngressCreated}},
+		{name: "on a Gateway, with F5 NGINX basic auth in ingress/annotations: an Ingress, and a Warning",
+			ann:  map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.org/basic-auth-secret": "users"}`},
+			want: []string{"create ingresses"}, events: []string{ReasonAccessControlOnIngress, ReasonIngressCreated}},
+		{name: "on a Gateway, with access control set on the Ingress itself: no route, the Ingress stays, and a Warning",
+			ann: map[string]string{AnnotationGateway: "gw"}, ingress: func(ing *networkingv1.Ingress) {
+				ing.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-url": "https://auth.example.com/check"}
+			}, events: []string{ReasonAccessControlOnIngress}},
+		{name: "on a Gateway, with access control set on the Ingress itself and acknowledged: the route",
+			ann: map[string]string{AnnotationGateway: "gw", AnnotationGatewayAcknowledged: "nginx.com/jwt-key"},
+			ingress: func(ing *networkingv1.Ingress) {
+				ing.Annotations = map[string]string{"nginx.com/jwt-key": "jwk"}
+			}, want: []string{"create httproutes"}, events: []string{ReasonHTTPRouteCreated}},
+		{name: "on a Gateway, the Ingress moved off with its own access control being deleted: the route",
+			ann: map[string]string{AnnotationGateway: "gw"}, ingress: func(ing *networkingv1.Ingress) {
+				ing.Annotations = map[string]string{"appprotect.f5.com/app-protect-enable": "True"}
+				markDeleting(ing)
+			}, want: []string{"create httproutes"}, events: []string{ReasonHTTPRouteCreated}},
 		{name: "on a Gateway, with access control acknowledged: the route, and a Warning that it is ignored",
 			ann: map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/whitelist-source-range": "192.0.2.0/24"}`,
 				AnnotationGatewayAcknowledged: "nginx.ingress.kubernetes.io/whitelist-source-range"},
