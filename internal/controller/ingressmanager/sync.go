@@ -59,13 +59,22 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// so that the current Service (if any) gets a fresh one.
 	staleIng := ing != nil && isStale(ing, key.Name, svc)
 	staleRoute := route != nil && isStale(route, key.Name, svc)
-	if svc == nil && (staleIng && !isBeingDeleted(ing) || staleRoute && !isBeingDeleted(route)) {
-		// Absent from the cache is not gone: a new leader's or a
-		// relisting informer's Service cache may be behind its Ingress
-		// cache. Ask the API server first, as the garbage collector does.
+	if staleIng && !isBeingDeleted(ing) || staleRoute && !isBeingDeleted(route) {
+		// Absent from the cache is not gone, and another UID in the cache
+		// is not the live one: a new leader's or a relisting informer's
+		// Service cache may be behind its Ingress cache, by one
+		// incarnation of the Service. Ask the API server first, as the
+		// garbage collector does.
 		live, err := c.liveService(ctx, key)
 		if err != nil {
 			return err
+		}
+		if behind := serviceCacheBehind(svc, live); behind != nil {
+			// Deciding on the cached Service would delete the live one's
+			// object and make one owned by a dead UID: nothing is written
+			// until the cache has the live Service (its events bring the
+			// key back; the error retries it meanwhile).
+			return behind
 		}
 		staleIng = staleIng && isStale(ing, key.Name, live)
 		staleRoute = staleRoute && isStale(route, key.Name, live)
@@ -252,8 +261,9 @@ func reportInvalid(ctx context.Context, r *report, err error, meanwhile string) 
 	return true
 }
 
-// A Service absent from the cache is read from the API server before what
-// it owned is deleted.
+// A Service absent from the cache, or cached with another UID than the
+// controller of its object, is read from the API server before that object
+// is deleted.
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 
 // liveService reads the Service of key from the API server; nil when there
@@ -264,10 +274,32 @@ func (c *Controller) liveService(ctx context.Context, key cache.ObjectName) (*co
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading service %s, absent from the cache, before deleting what it owned: %w", key, err)
+		return nil, fmt.Errorf("reading service %s from the API server before deleting what another Service of the name owned: %w", key, err)
 	}
-	klog.FromContext(ctx).V(2).Info("The Service is not in the cache yet but the API server has it", "uid", svc.UID)
+	klog.FromContext(ctx).V(2).Info("Read the Service from the API server", "uid", svc.UID)
 	return svc, nil
+}
+
+// errServiceCacheBehind: the Service cache does not hold the live Service
+// of a name.
+var errServiceCacheBehind = errors.New("the service cache is behind the API server")
+
+// serviceCacheBehind returns an error wrapping errServiceCacheBehind when
+// cached, the Service of a name in the cache (nil: none), is not live, the
+// one the API server has (nil: none): a cached Service whose UID is not
+// the live one's, or that the API server no longer has. A Service absent
+// from the cache is not behind: what it owned is judged on live alone.
+func serviceCacheBehind(cached, live *corev1.Service) error {
+	switch {
+	case cached == nil || live != nil && live.UID == cached.UID:
+		return nil
+	case live == nil:
+		return fmt.Errorf("service %s/%s (uid %s) is cached but gone from the API server: %w",
+			cached.Namespace, cached.Name, cached.UID, errServiceCacheBehind)
+	default:
+		return fmt.Errorf("service %s/%s is cached with uid %s but the API server has uid %s: %w",
+			cached.Namespace, cached.Name, cached.UID, live.UID, errServiceCacheBehind)
+	}
 }
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,

@@ -253,3 +253,52 @@ func TestSyncBadValueWarnsThenConverges(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncServiceCacheBehind: a Service cache one incarnation behind (the
+// cached Service has another UID than the live one, or the live one is
+// gone) never deletes the object the live Service controls, nor makes one
+// owned by the dead UID: the sync writes nothing and is retried.
+func TestSyncServiceCacheBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		onGateway bool
+		live      bool // whether the API server still has a Service of the name
+	}{
+		{name: "the replacement's Ingress is kept", live: true},
+		{name: "the replacement's HTTPRoute is kept", onGateway: true, live: true},
+		{name: "an object of a Service whose deletion the cache has not seen yet is kept", live: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			var ann map[string]string
+			if tc.onGateway {
+				ann = map[string]string{AnnotationGateway: "gw"}
+			}
+			cached := service(ann, port("http", 80))
+			cached.ResourceVersion = "1"
+			replacement := cached.DeepCopy()
+			replacement.UID, replacement.ResourceVersion = "the-replacement", "2"
+			if tc.onGateway {
+				f.addRoute(replacement, nil)
+			} else {
+				f.addIngress(replacement, nil)
+			}
+			if tc.live {
+				f.addService(replacement, false)
+			}
+			if err := f.c.services.Add(cached); err != nil {
+				t.Fatal(err)
+			}
+			f.clearActions()
+			if err := f.sync(cached); err == nil {
+				t.Error("sync succeeded, want an error that retries it once the cache has caught up")
+			}
+			if got := f.writes(); len(got) != 0 {
+				t.Errorf("writes = %q, want none", got)
+			}
+			if got := f.reasons(); len(got) != 0 {
+				t.Errorf("Events = %q, want none", got)
+			}
+		})
+	}
+}
