@@ -124,12 +124,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	rendering := in.Target
 	if rendering == TargetHTTPRoute && routes == nil {
 		rendering = TargetIngress
-		what := "a Gateway"
-		if in.Gateway != nil {
-			what = "Gateway " + in.Gateway.String()
-		}
-		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
-			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
+		warnGatewayAPINotServed(r, in)
 	}
 	if guarded, onIngress := guardedKeys(in, svc, ing); rendering == TargetHTTPRoute && len(guarded) > 0 && in.invalid(TargetHTTPRoute) == nil {
 		// An HTTPRoute would serve the Service without the access control
@@ -154,7 +149,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if wrote {
 			route = nil // judged by its write's event, not by the status of the version it replaced
 		}
-	} else {
+		if routesNotServed(err) {
+			// The HTTPRoute CRD is gone and discovery does not say so yet:
+			// the Service gets its Ingress now, and discovery is asked
+			// again at once (its answer drops the route cache and brings
+			// every Service on a Gateway to its Ingress).
+			klog.FromContext(ctx).Info("The API server does not serve HTTPRoutes; the Service gets an Ingress", "err", err)
+			c.gateway.askAgain()
+			rendering, route, err = TargetIngress, nil, nil
+			warnGatewayAPINotServed(r, in)
+		}
+	}
+	if rendering != TargetHTTPRoute {
 		wrote, err = c.syncIngress(ctx, svc, in, ing, route, r)
 		if wrote {
 			ing = nil // likewise
@@ -170,6 +176,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 	}
 	return err
+}
+
+// warnGatewayAPINotServed tells that the Service, which asks for a
+// Gateway, keeps an Ingress because the cluster does not serve HTTPRoutes.
+func warnGatewayAPINotServed(r *report, in *Intent) {
+	what := "a Gateway"
+	if in.Gateway != nil {
+		what = "Gateway " + in.Gateway.String()
+	}
+	r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
+		"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
 }
 
 // serving reports whether the Service's own Ingress or HTTPRoute serves it

@@ -2,11 +2,17 @@ package ingressmanager
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -298,6 +304,64 @@ func TestSyncServiceCacheBehind(t *testing.T) {
 			}
 			if got := f.reasons(); len(got) != 0 {
 				t.Errorf("Events = %q, want none", got)
+			}
+		})
+	}
+}
+
+// TestSyncHTTPRoutesGone: once the HTTPRoute CRD is gone, before discovery
+// says so, the API server answers a route's create or read "no such
+// resource": the Service gets its Ingress in that very sync (with the
+// Warning that the Gateway API is not served), instead of failing every
+// sync until the next discovery check. A route that is merely absent is
+// not that.
+func TestSyncHTTPRoutesGone(t *testing.T) {
+	routes := schema.GroupResource{Group: gatewayv1.GroupName, Resource: "httproutes"}
+	for _, tc := range []struct {
+		name string
+		err  error // the create's answer
+		gone bool
+	}{
+		{name: "a 404 Status with no details (the group still served, the resource not)", gone: true,
+			err: &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+				Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}}},
+		{name: "a 404 without a Status body (the group gone)", gone: true,
+			err: apierrors.NewGenericServerResponse(http.StatusNotFound, "post", routes, "", "404 page not found", 0, true)},
+		{name: "no kind match (a RESTMapper that no longer knows HTTPRoutes)", gone: true,
+			err: &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}}},
+		{name: "another error (the API server unavailable): retried, not moved",
+			err: apierrors.NewServiceUnavailable("etcd is down")},
+		{name: "a NotFound naming the route (one object absent, not the resource): retried, not moved",
+			err: apierrors.NewNotFound(routes, "my-nginx")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.gateway.PrependReactor("create", "httproutes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tc.err
+			})
+			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addService(svc, true)
+			f.clearActions()
+			err := f.sync(svc)
+			want, events := []string{"create httproutes"}, []string(nil)
+			if tc.gone {
+				if err != nil {
+					t.Errorf("sync: %v, want the Service on its Ingress", err)
+				}
+				want = []string{"create ingresses", "create httproutes"} // writes lists the Ingress API server's first
+				events = []string{ReasonGatewayAPINotInstalled, ReasonIngressCreated}
+			} else if err == nil {
+				t.Error("sync succeeded, want the create's error (retried)")
+			}
+			if asked := len(f.c.gateway.askNow) == 1; asked != tc.gone {
+				t.Errorf("discovery asked again at once: %v, want %v", asked, tc.gone)
+			}
+			if got := f.writes(); !slices.Equal(got, want) {
+				t.Errorf("writes = %q, want %q", got, want)
+			}
+			if got := f.reasons(); !slices.Equal(got, events) {
+				t.Errorf("Events = %q, want %q", got, events)
 			}
 		})
 	}
