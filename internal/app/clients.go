@@ -98,13 +98,45 @@ type clients struct {
 	*kubeClients
 	sample  versioned.Interface
 	gateway gatewayv1client.GatewayV1Interface
+	// leaderElection are the clients of the Lease (and of the lock's
+	// reads of core objects).
+	leaderElection *kubeClients
 }
 
 // newClients makes the clients of c on cfg: one rate limit of
 // --kube-api-qps/--kube-api-burst for all of them (throttle), a user agent,
 // and protobuf for the built-in types (cheaper to encode and decode than
-// JSON).
+// JSON). Leader election has clients of its own, as kube-controller-manager
+// does: their own limiter of the same QPS and burst, so that a renewal of
+// the Lease never waits behind the workers' requests (at a low
+// --kube-api-qps under load it would miss the renew deadline, and the
+// manager would exit). They still share the connection pool (client-go's
+// TLS transport cache keys on the TLS settings alone), where HTTP/2
+// multiplexes them.
 func newClients(c ClientsConfig, cfg *rest.Config) (*clients, error) {
+	shared := throttledConfig(c, cfg, "")
+	kube, err := newKubeClients(protobuf(shared))
+	if err != nil {
+		return nil, err
+	}
+	out := &clients{kubeClients: kube}
+	if out.leaderElection, err = newKubeClients(protobuf(throttledConfig(c, cfg, "leader-election"))); err != nil {
+		return nil, fmt.Errorf("creating the leader election clients: %w", err)
+	}
+	if out.sample, err = versioned.NewForConfig(shared); err != nil {
+		return nil, fmt.Errorf("creating the samplecrd client: %w", err)
+	}
+	if out.gateway, err = gatewayv1client.NewForConfig(shared); err != nil {
+		return nil, fmt.Errorf("creating the Gateway API client: %w", err)
+	}
+	return out, nil
+}
+
+// throttledConfig returns a copy of cfg whose requests take their turn
+// from a limiter of its own of c's QPS and burst (throttle), and whose user
+// agent is the manager's (followed by /who when who is not empty, as
+// rest.AddUserAgent does). Every config it returns has another limiter.
+func throttledConfig(c ClientsConfig, cfg *rest.Config, who string) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	if c.QPS > 0 {
 		cfg.Wrap(throttle(flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)))
@@ -114,19 +146,17 @@ func newClients(c ClientsConfig, cfg *rest.Config) (*clients, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "controller-manager"
 	}
-	kubeCfg := rest.CopyConfig(cfg)
-	kubeCfg.ContentType = runtime.ContentTypeProtobuf
-	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	kube, err := newKubeClients(kubeCfg)
-	if err != nil {
-		return nil, err
+	if who != "" {
+		cfg.UserAgent += "/" + who
 	}
-	out := &clients{kubeClients: kube}
-	if out.sample, err = versioned.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("creating the samplecrd client: %w", err)
-	}
-	if out.gateway, err = gatewayv1client.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("creating the Gateway API client: %w", err)
-	}
-	return out, nil
+	return cfg
+}
+
+// protobuf returns a copy of cfg that speaks protobuf, for the built-in
+// types.
+func protobuf(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return cfg
 }

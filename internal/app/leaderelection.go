@@ -75,7 +75,7 @@ func (m *Manager) newElector(ctx context.Context, id string, t *leadership, canc
 	le := &m.config.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock,
 		le.ResourceNamespace, le.ResourceName,
-		m.client.core, m.client.coordination,
+		m.client.leaderElection.core, m.client.leaderElection.coordination,
 		resourcelock.ResourceLockConfig{
 			Identity:      id,
 			EventRecorder: m.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "controller-manager", Host: id}),

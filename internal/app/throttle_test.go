@@ -6,7 +6,10 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
@@ -62,6 +65,7 @@ func TestClientsThrottleInTheTransport(t *testing.T) {
 		for name, client := range map[string]rest.Interface{
 			"core": c.core.RESTClient(), "networking": c.networking.RESTClient(), "coordination": c.coordination.RESTClient(),
 			"samplecrd": c.sample.SamplecrdV1().RESTClient(), "gateway": c.gateway.RESTClient(),
+			"leader election core": c.leaderElection.core.RESTClient(), "leader election coordination": c.leaderElection.coordination.RESTClient(),
 		} {
 			if l := client.GetRateLimiter(); l != nil {
 				t.Errorf("QPS %v: the %s client has client-go's rate limiter %T, want none", tc.qps, name, l)
@@ -86,4 +90,42 @@ func throttled(rt http.RoundTripper) bool {
 		rt = w.WrappedRoundTripper()
 	}
 	return false
+}
+
+// TestLeaderElectionNotBehindTheWorkers: the Lease's renewal never waits
+// behind the workers in the throttle: leader election has its own client,
+// with its own rate limiter (of the same --kube-api-qps/--kube-api-burst,
+// as kube-controller-manager's) and its own connection. With the workers'
+// budget spent, a Lease request is still sent at once.
+func TestLeaderElectionNotBehindTheWorkers(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer srv.Close()
+	// One request, then one every 1000s.
+	c, err := newClients(ClientsConfig{QPS: 0.001, Burst: 1}, &rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := c.core.Services("default").Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the workers' first request: %v, want it answered (NotFound)", err)
+	}
+	// The workers' next request would wait far past its deadline: the
+	// limiter refuses it at once, unsent.
+	if _, err := c.core.Services("default").Get(ctx, "b", metav1.GetOptions{}); err == nil || apierrors.IsNotFound(err) {
+		t.Fatalf("the workers' second request: %v, want it held by their spent budget", err)
+	}
+	if n := served.Load(); n != 1 {
+		t.Fatalf("%d requests served, want 1", n)
+	}
+	if c.leaderElection.coordination.RESTClient() == c.coordination.RESTClient() || c.leaderElection.core.RESTClient() == c.core.RESTClient() {
+		t.Error("leader election shares the workers' clients")
+	}
+	if _, err := c.leaderElection.coordination.Leases("kube-system").Get(ctx, "controller-manager", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Lease request with the workers' budget spent: %v, want it sent and answered (NotFound)", err)
+	}
 }

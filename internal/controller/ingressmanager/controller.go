@@ -91,6 +91,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		interval:  interval,
 		handler:   owned,
 		knownCh:   make(chan struct{}),
+		askNow:    make(chan struct{}, 1),
 	}
 	if err := c.AddEventHandler(svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.Enqueue,

@@ -37,9 +37,11 @@ const (
 	// v0.23.0 on with --enable-legacy-annotation-prefix. The controller
 	// writes both.
 	AnnotationExternalDNSControllerLegacy = "external-dns.alpha.kubernetes.io/controller"
-	// AnnotationDNSWithdrawn holds when (RFC 3339) the object was withdrawn
-	// from external-dns; the object is deleted --ingress-move-dns-drain
-	// after that. Kept on the object, the drain survives a restart.
+	// AnnotationDNSWithdrawn holds when (RFC 3339, the withdrawing
+	// leader's clock) the object was withdrawn from external-dns; the
+	// object is deleted --ingress-move-dns-drain after that, on the API
+	// server's clock (see withdrawnFor). Kept on the object, the drain
+	// survives a restart.
 	AnnotationDNSWithdrawn = "ingress/dns-withdrawn"
 	// AnnotationDNSControllerSaved holds, as a JSON object, the values
 	// external-dns's controller annotations had on the object before it was
@@ -148,12 +150,82 @@ func retire[T object, AC any](ctx context.Context, w *writer[T, AC], d cutover, 
 		}
 		return &controller.RequeueAfter{Delay: d.drain}
 	}
-	// A time ahead of this clock (another leader's) waits one drain at most.
-	if left := min(d.drain-d.now().Sub(at), d.drain); left > 0 {
+	// This clock only says when to look: the withdrawal's time on the
+	// object is the writer's clock, maybe another leader's. A time ahead
+	// of this clock waits one drain at most.
+	now := d.now()
+	left := min(d.drain-now.Sub(at), d.drain)
+	if left > 0 && !at.After(now) {
+		klog.FromContext(ctx).V(4).Info("Draining the "+w.kind+" withdrawn from external-dns", w.logKey(), klog.KObj(obj), "withdrawn", at, "left", left)
+		return &controller.RequeueAfter{Delay: left}
+	}
+	// Whether the drain passed is the API server's clock's to say, from
+	// the time it recorded for the withdrawal to its now: two leaders'
+	// clocks that disagree neither cut the drain short nor lengthen it.
+	elapsed, current, err := w.withdrawnFor(ctx, obj, at)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).Info("Cannot read the API server's clock; the drain is measured by this one", w.logKey(), klog.KObj(obj), "err", err)
+	case !current:
+		return nil // gone or changed: its event brings the Service back
+	default:
+		left = min(d.drain-elapsed, d.drain)
+	}
+	if left > 0 {
 		klog.FromContext(ctx).V(4).Info("Draining the "+w.kind+" withdrawn from external-dns", w.logKey(), klog.KObj(obj), "withdrawn", at, "left", left)
 		return &controller.RequeueAfter{Delay: left}
 	}
 	return w.delete(ctx, obj, fmt.Sprintf("%s; withdrawn from external-dns at %s, the DNS drain (%v) passed", why, at.UTC().Format(time.RFC3339), d.drain), r)
+}
+
+// dnsClockFieldManager is the field manager of the dry-run write that reads
+// the API server's clock (withdrawnFor); nothing is ever stored under it.
+const dnsClockFieldManager = "ingress-manager-dns-clock"
+
+// annotationDNSClock is the annotation that dry-run write adds; never
+// stored.
+const annotationDNSClock = "ingress/dns-clock"
+
+// withdrawnFor returns how long ago obj, withdrawn from external-dns, was
+// withdrawn, on the API server's clock: from the time the API server
+// recorded for the DNS field manager's write (its metadata.managedFields
+// entry; at, the withdrawal annotation's time, for an object withdrawn
+// before that entry was looked at) to the time it records for a dry-run
+// write, which it answers as if stored and stores nothing. current is false
+// (with no error) when obj is gone or no longer the cached one.
+func (w *writer[T, AC]) withdrawnFor(ctx context.Context, obj T, at time.Time) (elapsed time.Duration, current bool, err error) {
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())},
+		{"op": "add", "path": annotationPath(annotationDNSClock), "value": ""},
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return 0, false, fmt.Errorf("encoding the clock read of %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	live, err := w.client(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch,
+		metav1.PatchOptions{FieldManager: dnsClockFieldManager, DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsInvalid(err):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("reading the API server's clock by a dry-run patch of %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	now, ok := ownEntry(live, dnsClockFieldManager, metav1.ManagedFieldsOperationUpdate)
+	if !ok || now.Time == nil {
+		return 0, false, fmt.Errorf("the dry-run patch of %s %s/%s was answered without its time in metadata.managedFields", w.kind, obj.GetNamespace(), obj.GetName())
+	}
+	start := at
+	if e, ok := ownEntry(live, dnsFieldManager, metav1.ManagedFieldsOperationUpdate); ok && e.Time != nil {
+		start = e.Time.Time
+	}
+	if start.Truncate(time.Second).Equal(start) {
+		// The API server records managedFields times to the second: the
+		// withdrawal may have been up to a second later. Counting from
+		// the next second never cuts the drain short (now, truncated
+		// too, only lengthens it).
+		start = start.Add(time.Second)
+	}
+	return now.Time.Sub(start), true, nil
 }
 
 // savedControllers returns the user's values of external-dns's controller

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -32,7 +35,55 @@ func newCutoverFixture(t *testing.T, drain time.Duration) *syncFixture {
 	f.c.cutover = cutover{drain: drain, now: func() time.Time { return testNow }}
 	f.c.settling.settle = 5 * time.Second
 	f.c.settling.now = func() time.Time { return testNow }
+	f.server.now = testNow
+	f.kube.PrependReactor("patch", "ingresses", f.server.react(f.kube.Tracker()))
+	f.gateway.PrependReactor("patch", "httproutes", f.server.react(f.gateway.Tracker()))
 	return f
+}
+
+// serverClock is the API server's clock as the fakes answer a dry-run
+// patch (which the fake clientsets would store, with the machine's time):
+// the object as stored, with the dry-run's managedFields entry at now and
+// the DNS field manager's at withdrawn (zero: the withdrawal annotation's
+// time, the server's clock agreeing with the writer's), or none with
+// noWithdrawalEntry. refuse, when set, is the answer instead.
+type serverClock struct {
+	now, withdrawn    time.Time
+	noWithdrawalEntry bool
+	refuse            error
+}
+
+func (s *serverClock) react(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchActionImpl)
+		if len(p.PatchOptions.DryRun) == 0 {
+			return false, nil, nil
+		}
+		if s.refuse != nil {
+			return true, nil, s.refuse
+		}
+		stored, err := tracker.Get(p.Resource, p.Namespace, p.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		obj := stored.DeepCopyObject()
+		m, _ := meta.Accessor(obj)
+		var entries []metav1.ManagedFieldsEntry
+		for _, e := range m.GetManagedFields() {
+			if e.Manager != dnsFieldManager {
+				entries = append(entries, e)
+			}
+		}
+		if at, ok := withdrawnAt(m); ok && !s.noWithdrawalEntry {
+			if !s.withdrawn.IsZero() {
+				at = s.withdrawn
+			}
+			entries = append(entries, metav1.ManagedFieldsEntry{Manager: dnsFieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: at}})
+		}
+		entries = append(entries, metav1.ManagedFieldsEntry{Manager: p.PatchOptions.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: s.now}})
+		m.SetManagedFields(entries)
+		return true, obj, nil
+	}
 }
 
 // withdrawn marks an object withdrawn from external-dns at, as the
@@ -89,7 +140,7 @@ func (f *syncFixture) patches() (ops [][]map[string]any, managers []string) {
 	f.t.Helper()
 	for _, a := range slices.Concat(f.kube.Actions(), f.gateway.Actions()) {
 		p, ok := a.(k8stesting.PatchActionImpl)
-		if !ok {
+		if !ok || len(p.PatchOptions.DryRun) > 0 {
 			continue
 		}
 		if p.PatchType != types.JSONPatchType {
@@ -350,6 +401,7 @@ func TestCutoverSurvivesARestart(t *testing.T) {
 		t.Errorf("withdrawn at %v, want the original %v", got, at)
 	}
 	f.c.cutover.now = func() time.Time { return at.Add(testDrain) }
+	f.server.now = at.Add(testDrain) // the API server's clock too
 	if err := f.sync(svc); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -550,6 +602,61 @@ func TestCutoverKeepsTheUsersControllerAnnotation(t *testing.T) {
 				if got, ok := live.Annotations[k]; got != want || ok != wantOK {
 					t.Errorf("annotation %s = %q (present %v) after the return, want %q (present %v)", k, got, ok, want, wantOK)
 				}
+			}
+		})
+	}
+}
+
+// TestCutoverDrainOnTheAPIServersClock: the drain is measured on the API
+// server's clock, from the time it recorded for the withdrawal (the DNS
+// field manager's managedFields entry) to its now (a dry-run patch's
+// entry), not between the clock of the leader that withdrew the object
+// (its ingress/dns-withdrawn) and this one's.
+func TestCutoverDrainOnTheAPIServersClock(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		annotation time.Time   // ingress/dns-withdrawn, the writer's clock
+		server     serverClock // now defaults to testNow
+		want       []string
+		wantAfter  time.Duration
+	}{
+		{name: "withdrawn by a leader whose clock was behind (its time says 10m ago), 1m ago on the API server's: kept for the 5m left",
+			annotation: testNow.Add(-10 * time.Minute), server: serverClock{withdrawn: testNow.Add(-time.Minute)},
+			wantAfter: 5 * time.Minute},
+		{name: "withdrawn by a leader whose clock was ahead (its time is in this one's future), 7m ago on the API server's: deleted",
+			annotation: testNow.Add(3 * time.Minute), server: serverClock{withdrawn: testNow.Add(-7 * time.Minute)},
+			want: []string{"delete ingresses"}},
+		{name: "the API server's clock differs from this one: its own two times decide",
+			annotation: testNow.Add(-7 * time.Minute), server: serverClock{now: testNow.Add(time.Hour), withdrawn: testNow.Add(time.Hour - 2*time.Minute)},
+			wantAfter: 4 * time.Minute},
+		{name: "no managedFields time of the withdrawal (withdrawn by an earlier version): its annotation against the API server's now",
+			annotation: testNow.Add(-7 * time.Minute), server: serverClock{noWithdrawalEntry: true, now: testNow.Add(-2 * time.Minute)},
+			wantAfter: time.Minute},
+		{name: "the API server's times are to the second: the withdrawal counts from the second after its time",
+			annotation: testNow.Add(-7 * time.Minute), server: serverClock{now: testNow.Truncate(time.Second), withdrawn: testNow.Truncate(time.Second).Add(-6 * time.Minute)},
+			wantAfter: time.Second},
+		{name: "the API server refuses the dry run (a webhook with side effects): this clock decides, as before",
+			annotation: testNow.Add(-7 * time.Minute), server: serverClock{refuse: apierrors.NewBadRequest("admission webhook does not support dry run")},
+			want: []string{"delete ingresses"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, 6*time.Minute)
+			if tc.server.now.IsZero() {
+				tc.server.now = testNow
+			}
+			f.server = tc.server
+			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(withAddress, withdrawn[*networkingv1.Ingress](tc.annotation)))
+			f.syncIngressToServer()
+			f.addRoute(svc, servedAt(1))
+			f.addService(svc, true)
+			f.clearActions()
+			if got := requeued(t, f.sync(svc)); got != tc.wantAfter {
+				t.Errorf("requeued after %v, want %v", got, tc.wantAfter)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
 			}
 		})
 	}

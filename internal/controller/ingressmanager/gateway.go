@@ -2,12 +2,14 @@ package ingressmanager
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -49,6 +51,39 @@ type gatewayAPI struct {
 	knownCh   chan struct{}
 	knownOnce sync.Once
 	routes    atomic.Pointer[cache.Indexer]
+	// askNow (buffered, one) asks discovery again at once, before the
+	// interval is up: a sync was answered that HTTPRoutes are not served
+	// (see routesNotServed). Nil: only at the interval.
+	askNow chan struct{}
+}
+
+// askAgain has discovery asked again at once whether HTTPRoutes are
+// served; it never blocks.
+func (g *gatewayAPI) askAgain() {
+	select {
+	case g.askNow <- struct{}{}:
+	default:
+	}
+}
+
+// routesNotServed reports whether err, the answer to a create, read or
+// write of an HTTPRoute, says that the API server does not serve
+// HTTPRoutes (their CRD removed; discovery says so only at its next
+// check), not that one route is absent: a RESTMapper's no kind match, or a
+// 404 that names no object or that is the API server's "could not find the
+// requested resource" (a Status without details while the group is still
+// served, or no Status at all once it is not). A create is never answered
+// NotFound for the route itself.
+func routesNotServed(err error) bool {
+	if meta.IsNoMatchError(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	st := status.Status()
+	return st.Details == nil || st.Details.Name == "" || strings.HasPrefix(st.Message, "the server could not find the requested resource")
 }
 
 // markKnown sets known (and closes knownCh, once).
@@ -119,6 +154,7 @@ func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 		case <-ctx.Done():
 			return
 		case <-time.After(delay):
+		case <-g.askNow:
 		}
 	}
 }
@@ -158,13 +194,22 @@ func (g *gatewayAPI) watch(ctx context.Context, answered func()) {
 		logger.Info("Watching HTTPRoutes: the Gateway API is served")
 		answered()
 	})
-	_ = wait.PollUntilContextCancel(served, g.interval, false, func(context.Context) (bool, error) {
+	tick := time.NewTicker(g.interval)
+	defer tick.Stop()
+	for gone := false; !gone; {
+		select {
+		case <-served.Done():
+			gone = true
+			continue
+		case <-tick.C:
+		case <-g.askNow:
+		}
 		ok, err := HTTPRoutesServed(g.discovery)
 		if err != nil {
 			logger.V(2).Info("Cannot tell whether the Gateway API is still served; asking again", "err", err)
 		}
-		return err == nil && !ok, nil
-	})
+		gone = err == nil && !ok
+	}
 	stop()
 	running.Wait()
 	if ctx.Err() != nil {

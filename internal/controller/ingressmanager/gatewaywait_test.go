@@ -168,3 +168,57 @@ type fakeGatewayV1 struct {
 	gatewayv1client.GatewayV1Interface
 	*gatewayfake.Clientset
 }
+
+// TestGatewayAPIAskedAgainAtOnce: a sync answered that HTTPRoutes are not
+// served (askAgain) has discovery asked at once, not at the next interval
+// (an hour here): the route cache is dropped and the Services are synced
+// again, to their Ingress.
+func TestGatewayAPIAskedAgainAtOnce(t *testing.T) {
+	var notServed atomic.Bool
+	var answers atomic.Int32
+	disc := &discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{{
+		GroupVersion: gatewayv1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: "httproutes"}},
+	}}}}
+	disc.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if notServed.Load() {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: gatewayv1.GroupName}, "v1")
+		}
+		return false, nil, nil
+	})
+	client := gatewayfake.NewClientset()
+	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: time.Hour,
+		handler: cache.ResourceEventHandlerFuncs{}, knownCh: make(chan struct{}), askNow: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.run(ctx, func() { answers.Add(1) })
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
+	waitFor("HTTPRoutes watched", func() bool {
+		routes, answered := g.routeCache()
+		return answered && routes != nil && answers.Load() == 1
+	})
+	notServed.Store(true)
+	g.askAgain()
+	g.askAgain() // never blocks
+	waitFor("the route cache dropped at once", func() bool {
+		routes, answered := g.routeCache()
+		return answered && routes == nil && answers.Load() == 2
+	})
+	notServed.Store(false)
+	g.askAgain()
+	waitFor("HTTPRoutes watched again at once", func() bool {
+		routes, _ := g.routeCache()
+		return routes != nil && answers.Load() == 3
+	})
+}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // IngressOnlyFamily is a family of annotations that only an Ingress
@@ -35,6 +38,9 @@ var ingressOnlyFamilies = []IngressOnlyFamily{
 	{Reader: "Azure Application Gateway Ingress Controller", Prefix: "appgw.ingress.kubernetes.io/",
 		Access:  []string{"waf-policy-for-path"},
 		Instead: "Application Gateway for Containers' policies"},
+	{Reader: "F5 NGINX App Protect WAF, through F5 NGINX Ingress Controller", Prefix: "appprotect.f5.com/",
+		Access:  []string{"app-protect-enable", "app-protect-policy"},
+		Instead: "F5 NGINX Gateway Fabric's WAF policies"},
 	{Reader: "cert-manager's ingress-shim", Prefix: "cert-manager.io/",
 		Instead: "the same annotations on the Gateway, whose listeners terminate TLS"},
 	{Reader: "HAProxy Ingress", Prefix: "haproxy-ingress.github.io/",
@@ -50,10 +56,16 @@ var ingressOnlyFamilies = []IngressOnlyFamily{
 		Instead: "the Gateway implementation's policy resources"},
 	{Reader: "every Ingress controller (class) and GKE Ingress", Prefix: "kubernetes.io/ingress.",
 		Instead: "the Gateway's class and listeners"},
+	{Reader: "F5 NGINX Ingress Controller (NGINX Plus)", Prefix: "nginx.com/",
+		Access:  []string{"jwt-*"},
+		Instead: "F5 NGINX Gateway Fabric's policies and HTTPRoute filters"},
 	{Reader: "ingress-nginx", Prefix: "nginx.ingress.kubernetes.io/",
 		Access: []string{"auth-*", "whitelist-source-range", "allowlist-source-range", "denylist-source-range",
 			"configuration-snippet", "server-snippet"},
 		Instead: "the Gateway implementation's policies (e.g. Envoy Gateway's SecurityPolicy) and HTTPRoute filters"},
+	{Reader: "F5 NGINX Ingress Controller", Prefix: "nginx.org/",
+		Access:  []string{"basic-auth-secret", "policies", "server-snippets", "location-snippets"},
+		Instead: "F5 NGINX Gateway Fabric's policies (e.g. its SnippetsFilter) and HTTPRoute filters"},
 	{Reader: "Contour", Prefix: "projectcontour.io/",
 		Instead: "Contour's Gateway API support and HTTPRoute filters"},
 	{Reader: "Traefik", Prefix: "traefik.ingress.kubernetes.io/",
@@ -125,6 +137,27 @@ func classifyIngressOnly(annotations, serviceAnnotations map[string]string) (ing
 	slices.Sort(ingressOnly)
 	slices.Sort(unacknowledged)
 	return ingressOnly, unacknowledged
+}
+
+// guardedKeys returns the keys, sorted, that restrict access on the
+// Service's Ingress and that ingress/gateway-acknowledged does not list:
+// those of ingress/annotations (in.AccessControl) and those set on the
+// Service's own Ingress itself (by hand or by another tool), which an
+// HTTPRoute would serve without just the same. onIngress lists those of
+// the second kind. An Ingress being deleted takes its keys with it.
+func guardedKeys(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress) (keys, onIngress []string) {
+	keys = slices.Clone(in.AccessControl)
+	if ing != nil && isControlledBy(ing, svc) && !isBeingDeleted(ing) {
+		_, set := classifyIngressOnly(ing.Annotations, svc.Annotations)
+		for _, k := range set {
+			if _, ours := in.Annotations[k]; !ours {
+				onIngress = append(onIngress, k)
+			}
+		}
+	}
+	keys = append(keys, onIngress...)
+	slices.Sort(keys)
+	return slices.Compact(keys), onIngress
 }
 
 // describeKeys lists keys with what reads them, for a message.

@@ -59,13 +59,22 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// so that the current Service (if any) gets a fresh one.
 	staleIng := ing != nil && isStale(ing, key.Name, svc)
 	staleRoute := route != nil && isStale(route, key.Name, svc)
-	if svc == nil && (staleIng && !isBeingDeleted(ing) || staleRoute && !isBeingDeleted(route)) {
-		// Absent from the cache is not gone: a new leader's or a
-		// relisting informer's Service cache may be behind its Ingress
-		// cache. Ask the API server first, as the garbage collector does.
+	if staleIng && !isBeingDeleted(ing) || staleRoute && !isBeingDeleted(route) {
+		// Absent from the cache is not gone, and another UID in the cache
+		// is not the live one: a new leader's or a relisting informer's
+		// Service cache may be behind its Ingress cache, by one
+		// incarnation of the Service. Ask the API server first, as the
+		// garbage collector does.
 		live, err := c.liveService(ctx, key)
 		if err != nil {
 			return err
+		}
+		if behind := serviceCacheBehind(svc, live); behind != nil {
+			// Deciding on the cached Service would delete the live one's
+			// object and make one owned by a dead UID: nothing is written
+			// until the cache has the live Service (its events bring the
+			// key back; the error retries it meanwhile).
+			return behind
 		}
 		staleIng = staleIng && isStale(ing, key.Name, live)
 		staleRoute = staleRoute && isStale(route, key.Name, live)
@@ -115,24 +124,24 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	rendering := in.Target
 	if rendering == TargetHTTPRoute && routes == nil {
 		rendering = TargetIngress
-		what := "a Gateway"
-		if in.Gateway != nil {
-			what = "Gateway " + in.Gateway.String()
-		}
-		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
-			"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
+		warnGatewayAPINotServed(r, in)
 	}
-	if rendering == TargetHTTPRoute && len(in.AccessControl) > 0 && in.invalid(TargetHTTPRoute) == nil {
+	if guarded, onIngress := guardedKeys(in, svc, ing); rendering == TargetHTTPRoute && len(guarded) > 0 && in.invalid(TargetHTTPRoute) == nil {
 		// An HTTPRoute would serve the Service without the access control
 		// only its Ingress controller enforces: keep (or go back to) the
 		// Ingress until the user says the Gateway side has it.
 		rendering = TargetIngress
+		where, remove := AnnotationAnnotations, AnnotationAnnotations
+		if len(onIngress) > 0 {
+			where = fmt.Sprintf("%s or Ingress %s itself", AnnotationAnnotations, ing.Name)
+			remove = fmt.Sprintf("%s or the Ingress", AnnotationAnnotations)
+		}
 		r.warn(ReasonAccessControlOnIngress, "", fmt.Sprintf(
 			"the Service asks for an HTTPRoute attached to Gateway %s, but %s restricts access with %s, which an HTTPRoute ignores; "+
 				"it stays on an Ingress so that it is not served without them. Enforce the equivalent on the Gateway side (%s), "+
 				"then list the keys in %s (or \"*\") or remove them from %s",
-			in.Gateway, AnnotationAnnotations, describeKeys(in.AccessControl), insteadOf(in.AccessControl),
-			AnnotationGatewayAcknowledged, AnnotationAnnotations))
+			in.Gateway, where, describeKeys(guarded), insteadOf(guarded),
+			AnnotationGatewayAcknowledged, remove))
 	}
 	var wrote bool
 	if rendering == TargetHTTPRoute {
@@ -140,7 +149,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if wrote {
 			route = nil // judged by its write's event, not by the status of the version it replaced
 		}
-	} else {
+		if routesNotServed(err) {
+			// The HTTPRoute CRD is gone and discovery does not say so yet:
+			// the Service gets its Ingress now, and discovery is asked
+			// again at once (its answer drops the route cache and brings
+			// every Service on a Gateway to its Ingress).
+			klog.FromContext(ctx).Info("The API server does not serve HTTPRoutes; the Service gets an Ingress", "err", err)
+			c.gateway.askAgain()
+			rendering, route, err = TargetIngress, nil, nil
+			warnGatewayAPINotServed(r, in)
+		}
+	}
+	if rendering != TargetHTTPRoute {
 		wrote, err = c.syncIngress(ctx, svc, in, ing, route, r)
 		if wrote {
 			ing = nil // likewise
@@ -156,6 +176,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 	}
 	return err
+}
+
+// warnGatewayAPINotServed tells that the Service, which asks for a
+// Gateway, keeps an Ingress because the cluster does not serve HTTPRoutes.
+func warnGatewayAPINotServed(r *report, in *Intent) {
+	what := "a Gateway"
+	if in.Gateway != nil {
+		what = "Gateway " + in.Gateway.String()
+	}
+	r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
+		"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
 }
 
 // serving reports whether the Service's own Ingress or HTTPRoute serves it
@@ -247,8 +278,9 @@ func reportInvalid(ctx context.Context, r *report, err error, meanwhile string) 
 	return true
 }
 
-// A Service absent from the cache is read from the API server before what
-// it owned is deleted.
+// A Service absent from the cache, or cached with another UID than the
+// controller of its object, is read from the API server before that object
+// is deleted.
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 
 // liveService reads the Service of key from the API server; nil when there
@@ -259,10 +291,32 @@ func (c *Controller) liveService(ctx context.Context, key cache.ObjectName) (*co
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading service %s, absent from the cache, before deleting what it owned: %w", key, err)
+		return nil, fmt.Errorf("reading service %s from the API server before deleting what another Service of the name owned: %w", key, err)
 	}
-	klog.FromContext(ctx).V(2).Info("The Service is not in the cache yet but the API server has it", "uid", svc.UID)
+	klog.FromContext(ctx).V(2).Info("Read the Service from the API server", "uid", svc.UID)
 	return svc, nil
+}
+
+// errServiceCacheBehind: the Service cache does not hold the live Service
+// of a name.
+var errServiceCacheBehind = errors.New("the service cache is behind the API server")
+
+// serviceCacheBehind returns an error wrapping errServiceCacheBehind when
+// cached, the Service of a name in the cache (nil: none), is not live, the
+// one the API server has (nil: none): a cached Service whose UID is not
+// the live one's, or that the API server no longer has. A Service absent
+// from the cache is not behind: what it owned is judged on live alone.
+func serviceCacheBehind(cached, live *corev1.Service) error {
+	switch {
+	case cached == nil || live != nil && live.UID == cached.UID:
+		return nil
+	case live == nil:
+		return fmt.Errorf("service %s/%s (uid %s) is cached but gone from the API server: %w",
+			cached.Namespace, cached.Name, cached.UID, errServiceCacheBehind)
+	default:
+		return fmt.Errorf("service %s/%s is cached with uid %s but the API server has uid %s: %w",
+			cached.Namespace, cached.Name, cached.UID, live.UID, errServiceCacheBehind)
+	}
 }
 
 // syncRoute converges the HTTPRoute of a Service that asks for a Gateway,

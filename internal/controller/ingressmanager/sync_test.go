@@ -2,11 +2,17 @@ package ingressmanager
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -65,6 +71,23 @@ func TestSync(t *testing.T) {
 		{name: "on a Gateway, with access control only an Ingress enforces: an Ingress, and a Warning",
 			ann:  map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/whitelist-source-range": "192.0.2.0/24"}`},
 			want: []string{"create ingresses"}, events: []string{ReasonAccessControlOnIngress, ReasonIngressCreated}},
+		{name: "on a Gateway, with F5 NGINX basic auth in ingress/annotations: an Ingress, and a Warning",
+			ann:  map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.org/basic-auth-secret": "users"}`},
+			want: []string{"create ingresses"}, events: []string{ReasonAccessControlOnIngress, ReasonIngressCreated}},
+		{name: "on a Gateway, with access control set on the Ingress itself: no route, the Ingress stays, and a Warning",
+			ann: map[string]string{AnnotationGateway: "gw"}, ingress: func(ing *networkingv1.Ingress) {
+				ing.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-url": "https://auth.example.com/check"}
+			}, events: []string{ReasonAccessControlOnIngress}},
+		{name: "on a Gateway, with access control set on the Ingress itself and acknowledged: the route",
+			ann: map[string]string{AnnotationGateway: "gw", AnnotationGatewayAcknowledged: "nginx.com/jwt-key"},
+			ingress: func(ing *networkingv1.Ingress) {
+				ing.Annotations = map[string]string{"nginx.com/jwt-key": "jwk"}
+			}, want: []string{"create httproutes"}, events: []string{ReasonHTTPRouteCreated}},
+		{name: "on a Gateway, the Ingress moved off with its own access control being deleted: the route",
+			ann: map[string]string{AnnotationGateway: "gw"}, ingress: func(ing *networkingv1.Ingress) {
+				ing.Annotations = map[string]string{"appprotect.f5.com/app-protect-enable": "True"}
+				markDeleting(ing)
+			}, want: []string{"create httproutes"}, events: []string{ReasonHTTPRouteCreated}},
 		{name: "on a Gateway, with access control acknowledged: the route, and a Warning that it is ignored",
 			ann: map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/whitelist-source-range": "192.0.2.0/24"}`,
 				AnnotationGatewayAcknowledged: "nginx.ingress.kubernetes.io/whitelist-source-range"},
@@ -232,6 +255,113 @@ func TestSyncBadValueWarnsThenConverges(t *testing.T) {
 			}
 			if got, want := f.writes(), []string{"create ingresses"}; !slices.Equal(got, want) {
 				t.Errorf("writes once fixed = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestSyncServiceCacheBehind: a Service cache one incarnation behind (the
+// cached Service has another UID than the live one, or the live one is
+// gone) never deletes the object the live Service controls, nor makes one
+// owned by the dead UID: the sync writes nothing and is retried.
+func TestSyncServiceCacheBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		onGateway bool
+		live      bool // whether the API server still has a Service of the name
+	}{
+		{name: "the replacement's Ingress is kept", live: true},
+		{name: "the replacement's HTTPRoute is kept", onGateway: true, live: true},
+		{name: "an object of a Service whose deletion the cache has not seen yet is kept", live: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			var ann map[string]string
+			if tc.onGateway {
+				ann = map[string]string{AnnotationGateway: "gw"}
+			}
+			cached := service(ann, port("http", 80))
+			cached.ResourceVersion = "1"
+			replacement := cached.DeepCopy()
+			replacement.UID, replacement.ResourceVersion = "the-replacement", "2"
+			if tc.onGateway {
+				f.addRoute(replacement, nil)
+			} else {
+				f.addIngress(replacement, nil)
+			}
+			if tc.live {
+				f.addService(replacement, false)
+			}
+			if err := f.c.services.Add(cached); err != nil {
+				t.Fatal(err)
+			}
+			f.clearActions()
+			if err := f.sync(cached); err == nil {
+				t.Error("sync succeeded, want an error that retries it once the cache has caught up")
+			}
+			if got := f.writes(); len(got) != 0 {
+				t.Errorf("writes = %q, want none", got)
+			}
+			if got := f.reasons(); len(got) != 0 {
+				t.Errorf("Events = %q, want none", got)
+			}
+		})
+	}
+}
+
+// TestSyncHTTPRoutesGone: once the HTTPRoute CRD is gone, before discovery
+// says so, the API server answers a route's create or read "no such
+// resource": the Service gets its Ingress in that very sync (with the
+// Warning that the Gateway API is not served), instead of failing every
+// sync until the next discovery check. A route that is merely absent is
+// not that.
+func TestSyncHTTPRoutesGone(t *testing.T) {
+	routes := schema.GroupResource{Group: gatewayv1.GroupName, Resource: "httproutes"}
+	for _, tc := range []struct {
+		name string
+		err  error // the create's answer
+		gone bool
+	}{
+		{name: "a 404 Status with no details (the group still served, the resource not)", gone: true,
+			err: &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+				Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}}},
+		{name: "a 404 without a Status body (the group gone)", gone: true,
+			err: apierrors.NewGenericServerResponse(http.StatusNotFound, "post", routes, "", "404 page not found", 0, true)},
+		{name: "no kind match (a RESTMapper that no longer knows HTTPRoutes)", gone: true,
+			err: &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}}},
+		{name: "another error (the API server unavailable): retried, not moved",
+			err: apierrors.NewServiceUnavailable("etcd is down")},
+		{name: "a NotFound naming the route (one object absent, not the resource): retried, not moved",
+			err: apierrors.NewNotFound(routes, "my-nginx")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t)
+			f.gateway.PrependReactor("create", "httproutes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tc.err
+			})
+			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addService(svc, true)
+			f.clearActions()
+			err := f.sync(svc)
+			want, events := []string{"create httproutes"}, []string(nil)
+			if tc.gone {
+				if err != nil {
+					t.Errorf("sync: %v, want the Service on its Ingress", err)
+				}
+				want = []string{"create ingresses", "create httproutes"} // writes lists the Ingress API server's first
+				events = []string{ReasonGatewayAPINotInstalled, ReasonIngressCreated}
+			} else if err == nil {
+				t.Error("sync succeeded, want the create's error (retried)")
+			}
+			if asked := len(f.c.gateway.askNow) == 1; asked != tc.gone {
+				t.Errorf("discovery asked again at once: %v, want %v", asked, tc.gone)
+			}
+			if got := f.writes(); !slices.Equal(got, want) {
+				t.Errorf("writes = %q, want %q", got, want)
+			}
+			if got := f.reasons(); !slices.Equal(got, events) {
+				t.Errorf("Events = %q, want %q", got, events)
 			}
 		})
 	}

@@ -170,6 +170,36 @@ func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
 	}
 }
 
+// TestGatewayAPIRemovedFoundByAWrite: once the HTTPRoute CRD is gone, the
+// API server's answer to a route's create ("the server could not find the
+// requested resource") sends the Service to an Ingress at once, without
+// waiting for discovery's next check (an hour here).
+func TestGatewayAPIRemovedFoundByAWrite(t *testing.T) {
+	e := setup(t, func(o *app.Options) {
+		o.GatewayAPICheckInterval = time.Hour
+		o.IngressMoveSettle = 0
+		o.IngressMoveDNSDrain = 0
+	})
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
+	e.WaitIngress("web", "the Ingress", nil)
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.waitRoute("web", "the route", nil)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
+
+	t.Cleanup(func() {
+		if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
+			t.Errorf("installing the Gateway API CRDs again: %v", err)
+		}
+	})
+	e.M.ExpectForbidden() // the creates of routes while the CRD terminates
+	if err := framework.RemoveHTTPRoutes(context.Background(), framework.AdminConfig()); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitIngress("web", "an Ingress once a route's create is answered that HTTPRoutes are not served", nil)
+	e.WaitEvent("web", corev1.EventTypeWarning, "GatewayAPINotInstalled", "keeps an Ingress until the Gateway API CRDs are installed")
+}
+
 // testFinalizer is held by a test on an Ingress or an HTTPRoute, as an
 // ingress controller or a Gateway implementation holds one while it tears
 // down what served the object: deleted, the object stays, its status (an
