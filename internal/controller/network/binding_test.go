@@ -108,6 +108,18 @@ func drainEvents(recorder *record.FakeRecorder) []string {
 	}
 }
 
+// eventsUntil drains recorder until an Event of one of reasons came (a
+// release's Event follows its finalizer's removal), or a deadline passed,
+// and returns every Event it drained.
+func eventsUntil(ctx context.Context, recorder *record.FakeRecorder, reasons ...string) []string {
+	var out []string
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		out = append(out, drainEvents(recorder)...)
+		return slices.ContainsFunc(reasons, func(r string) bool { return hasEvent(out, r) }), nil
+	})
+	return out
+}
+
 func hasEvent(events []string, reason string) bool {
 	return slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, " "+reason+" ") })
 }
@@ -180,7 +192,7 @@ func TestRestartedThenSecretRepointedThenDeleted(t *testing.T) {
 					left = append(left, o)
 				}
 			}
-			events := drainEvents(recorder)
+			events := eventsUntil(ctx, recorder, tc.event, network.ReasonLeftBehind)
 			if tc.detach && (len(left) != 1 || left[0].Owned) {
 				t.Errorf("project-p1 holds %+v of n's network (%+v), want it kept, detached (Events %q)", left, p1.Stats(), events)
 			}
@@ -252,7 +264,7 @@ func TestTransientSecretReadDuringDeletionWaits(t *testing.T) {
 			waitReleased(ctx, t, client, "a", "n")
 			// The Network is still in the cache (its object is not deleted
 			// yet): no garbage collection can have deleted its network.
-			events := drainEvents(recorder)
+			events := eventsUntil(ctx, recorder, network.ReasonDeleted, network.ReasonLeftBehind)
 			if objs := fakeClouds.backend("p1-a").Objects(); len(objs) != 0 {
 				t.Errorf("project-p1 still holds %+v after the release; Events %q", objs, events)
 			}
@@ -488,7 +500,7 @@ func TestDeletionOnARevokedEntryNobodyHoldsEnds(t *testing.T) {
 				t.Fatalf("not released after 5s of 10-20ms probes (Ready %+v, Events %q): the only entry of its project is refused and no Secret holds it any more",
 					meta.FindStatusCondition(got.Status.Conditions, samplecrdv1.ConditionReady), drainEvents(recorder))
 			}
-			if events := drainEvents(recorder); !hasEvent(events, network.ReasonLeftBehind) {
+			if events := eventsUntil(ctx, recorder, network.ReasonLeftBehind); !hasEvent(events, network.ReasonLeftBehind) {
 				t.Errorf("Events %q, want BackendLeftBehind naming the network left in project-p1", events)
 			}
 		})
@@ -548,7 +560,7 @@ func TestTooManyCloudsDuringDeletionWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReleased(ctx, t, client, "a", "n")
-	events := drainEvents(recorder)
+	events := eventsUntil(ctx, recorder, network.ReasonDeleted, network.ReasonLeftBehind)
 	if objs := p1.Objects(); len(objs) != 0 || hasEvent(events, network.ReasonLeftBehind) {
 		t.Errorf("project-p1 holds %+v after a/n's release, Events %q: want it deleted once an entry is free, not left behind", objs, events)
 	}
@@ -883,7 +895,7 @@ func TestLegacyNetworkDeletedInItsProject(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	events := drainEvents(recorder)
+	events := eventsUntil(ctx, recorder, network.ReasonDeleted, network.ReasonLeftBehind, samplecrdv1.ReasonCredentialsProjectChanged)
 	p1 := fakeClouds.backend("p1-a")
 	if len(p1.Objects()) == 1 && !hasEvent(events, network.ReasonLeftBehind) &&
 		metricValue(t, "controller_network_left_behind_total", "", "")-before == 0 {
