@@ -357,12 +357,14 @@ func importRestartBudget(policy string, n, page int) int {
 
 // importBindBudget is the most Neutron requests binding one import of
 // policy may take: the network's GET and its subnets' list, and for
-// Managed a tag write each for the network and the subnet.
+// Managed the network's claim (its UID tag added alone, the tags read
+// back: race-free against another claim) and a tag write each for the
+// network and the subnet.
 func importBindBudget(policy string) float64 {
 	if policy == "Unmanaged" {
 		return 2
 	}
-	return 4
+	return 6
 }
 
 func importBindTarget(policy string) string { return fmt.Sprintf("<= %.0f", importBindBudget(policy)) }
