@@ -10,6 +10,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -368,7 +370,20 @@ func TestCredentialsBoundToTheirProject(t *testing.T) {
 	// The Secret pointed at the second project: nothing there.
 	e.secret(ns, "creds", second.User.CloudsYAML("tenant"))
 	for _, name := range []string{"kept", "gone"} {
-		e.Edit(ns, name, func(n *samplecrdv1.Network) { n.Labels = map[string]string{"look": "again"} })
+		// A converged Network syncs on an edit, and reads its Secret
+		// again once the last read is a TTL old: edited until one sync
+		// comes after the TTL.
+		edits := 0
+		framework.EventuallyEvery(t, 250*time.Millisecond, framework.NeutronTimeout, name+" sees the Secret pointed at the second project", func(ctx context.Context) (bool, error) {
+			edits++
+			e.Edit(ns, name, func(n *samplecrdv1.Network) { n.Labels = map[string]string{"look": strconv.Itoa(edits)} })
+			n, err := e.Client.SamplecrdV1().Networks(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			cond := meta.FindStatusCondition(n.Status.Conditions, samplecrdv1.ConditionReady)
+			return cond != nil && cond.Reason == samplecrdv1.ReasonCredentialsProjectChanged, nil
+		})
 		_, cond := e.WaitReady(ns, name, metav1.ConditionFalse, samplecrdv1.ReasonCredentialsProjectChanged)
 		if !strings.Contains(cond.Message, first.ID) {
 			t.Errorf("%s: %q does not name the project it is bound to", name, cond.Message)
