@@ -189,6 +189,14 @@ func (s *backendState) up() (waiting []cache.ObjectName, wasDown bool, trippedBy
 	return waiting, wasDown, trippedBy
 }
 
+// unknown reports whether the backend has not answered its first List
+// (nor been found down) yet.
+func (s *backendState) unknown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == stateUnknown
+}
+
 // isUp reports whether the backend is up.
 func (s *backendState) isUp() bool {
 	s.mu.Lock()

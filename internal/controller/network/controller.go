@@ -757,7 +757,8 @@ func (c *Controller) deletingIn(ctx context.Context, cached *samplecrdv1.Network
 	} else if !errors.As(err, &why) {
 		why = &resolveError{reason: samplecrdv1.ReasonBackendUnavailable, message: err.Error(), retry: c.opts.PermanentRetry}
 	}
-	if alt := c.heldFor(cached, cl); alt != nil {
+	alt, pending := c.heldFor(cached, cl)
+	if alt != nil {
 		if up, reason, message := alt.state.waitUnlessUp(key); !up {
 			if alt.hasRefs() {
 				return nil, nil, &resolveError{reason: reason, message: message}
@@ -768,6 +769,10 @@ func (c *Controller) deletingIn(ctx context.Context, cached *samplecrdv1.Network
 		return alt, nil, nil
 	}
 	switch {
+	case pending:
+		// A cloud held for another Network has not answered its first
+		// scan: it may be of this Network's project. Looked at again.
+		return nil, nil, &resolveError{reason: why.reason, message: why.message, retry: busyRetry}
 	case err != nil && !finalResolve(why.reason):
 		return nil, nil, why // the Secret could not be read for now
 	case err == nil && why.reason != samplecrdv1.ReasonCredentialsProjectChanged:
@@ -794,20 +799,26 @@ func finalResolve(reason string) bool {
 // heldFor returns a cloud other than cl that acts in obj's project, for
 // its deletion: the one that last acted for it, else (after a restart)
 // one another Network of the same project uses; nil when none is held.
-func (c *Controller) heldFor(obj *samplecrdv1.Network, cl *cloud) *cloud {
+// pending reports that none is, but a held cloud has not answered its
+// first scan yet (its project not known).
+func (c *Controller) heldFor(obj *samplecrdv1.Network, cl *cloud) (alt *cloud, pending bool) {
 	project := c.projectOf(obj)
 	if alt := c.clouds.boundTo(obj.UID); alt != nil && alt != cl && (project == "" || alt.project() == project) {
-		return alt
+		return alt, false
 	}
 	if project == "" || obj.Spec.CloudCredentialsRef == nil {
-		return nil
+		return nil, false
 	}
 	for _, alt := range c.clouds.all() {
-		if alt != cl && alt.project() == project {
-			return alt
+		switch {
+		case alt == cl:
+		case alt.project() == project:
+			return alt, false
+		case alt.state.unknown():
+			pending = true
 		}
 	}
-	return nil
+	return nil, pending
 }
 
 // projectOf returns the project obj is bound to: its status.projectID;
