@@ -67,7 +67,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		ingress:       ingressWriter(cctx.Networking, builder.fieldManager),
 		route:         routeWriter(cctx.Gateway, builder.fieldManager),
 		notes:         notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
-		settling:      settling{settle: cfg.MoveSettle, now: time.Now, since: map[cache.ObjectName]readySince{}},
+		settling:      settling{settle: cfg.MoveSettle, now: time.Now, since: map[settleKey]readySince{}},
 		cutover:       cutover{drain: cfg.DNSDrain, now: time.Now},
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)

@@ -290,10 +290,10 @@ func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drai
 // the value it had in the cache: a controller annotation someone else set
 // is not ours to remove. A controller annotation the withdrawal saved the
 // user's value of gets that value back. It does nothing to an object
-// without them, or one being deleted.
-func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *report) error {
+// without them, or one being deleted. It reports whether it wrote.
+func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *report) (bool, error) {
 	if isBeingDeleted(obj) || !withdrawalMarked(obj) {
-		return nil
+		return false, nil
 	}
 	ann := obj.GetAnnotations()
 	saved := savedControllers(ann)
@@ -317,11 +317,11 @@ func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *repor
 	}
 	done, err := w.patchAnnotations(ctx, obj, ops)
 	if err != nil || !done {
-		return err
+		return false, err
 	}
 	klog.FromContext(ctx).Info("Returned the "+w.kind+" to external-dns", w.logKey(), klog.KObj(obj), "reason", why)
 	r.wrote(ReasonReturnedToDNS, fmt.Sprintf("Returned %s %s to external-dns: %s", w.kind, obj.GetName(), why))
-	return nil
+	return true, nil
 }
 
 // patchAnnotations sends the JSON patch ops to obj with the DNS field

@@ -251,7 +251,7 @@ func TestCutoverWithdrawsThenDrainsThenDeletes(t *testing.T) {
 			// The settle time has passed since the new object was first
 			// seen ready.
 			if !tc.justReady {
-				f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: newUID(tc.oldKind), at: testNow.Add(-time.Hour)}
+				f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc)}] = readySince{uid: newUID(tc.oldKind), at: testNow.Add(-time.Hour)}
 			}
 			f.clearActions()
 			err := f.sync(svc)
@@ -556,7 +556,7 @@ func TestCutoverKeepsTheUsersControllerAnnotation(t *testing.T) {
 			}))
 			f.syncIngressToServer()
 			f.addRoute(svc, servedAt(1))
-			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+			f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc)}] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
 			f.addService(svc, true)
 			ings := f.kube.NetworkingV1().Ingresses("default")
 

@@ -497,7 +497,7 @@ func TestMoveWaitsForARouteThatServes(t *testing.T) {
 			f.syncIngressToServer()
 			f.addRoute(svc, both(tc.route...))
 			// Settled: only readiness decides.
-			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+			f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc)}] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
 			f.addService(svc, true)
 			f.clearActions()
 			_ = requeued(t, f.sync(svc))
@@ -566,7 +566,7 @@ func TestMoveJudgesNoObjectItJustWrote(t *testing.T) {
 			if tc.gateway == "" {
 				newUID = "ingress-uid"
 			}
-			f.c.settling.since[cache.MetaObjectToName(svc)] = readySince{uid: newUID, at: testNow.Add(-time.Hour)}
+			f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc)}] = readySince{uid: newUID, at: testNow.Add(-time.Hour)}
 			svc.Annotations[AnnotationHost] = "new.example.com"
 			if alone {
 				svc.Annotations[AnnotationURL] = "http://example.com/"

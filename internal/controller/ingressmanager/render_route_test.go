@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/dump"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -206,7 +205,7 @@ func TestParentStatusesMatchDefaults(t *testing.T) {
 
 func TestSettlingKeepsTheOldObjectForTheSettleTime(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := settling{settle: 5 * time.Second, now: func() time.Time { return now }, since: map[cache.ObjectName]readySince{}}
+	s := settling{settle: 5 * time.Second, now: func() time.Time { return now }, since: map[settleKey]readySince{}}
 	svc := service(nil)
 	if got := s.remaining(svc, "new"); got != 5*time.Second {
 		t.Fatalf("first seen ready: remaining %v, want the whole settle time", got)

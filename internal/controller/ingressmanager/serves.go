@@ -28,12 +28,14 @@ func serves(obj metav1.Object) bool { return untilServes(obj) == "" }
 //   - an Ingress serves once its Ingress controller published an address in
 //     status.loadBalancer.ingress, the only sign Ingress has (no condition,
 //     no observedGeneration);
-//   - an HTTPRoute serves once, for each of its parents (spec.parentRefs),
-//     one Gateway controller reports both Accepted=True and
-//     ResolvedRefs=True with the route's current generation as their
-//     observedGeneration: accepted alone, a route whose backend cannot be
-//     resolved answers 500; of an older generation, the conditions may be
-//     for another parent, host or backend.
+//   - an HTTPRoute serves once, for the parent it is made for (the first of
+//     spec.parentRefs; the others are the Gateways it moves away from, see
+//     parentsDuringMove), one Gateway controller reports both
+//     Accepted=True and ResolvedRefs=True with the route's current
+//     generation as their observedGeneration: accepted alone, a route
+//     whose backend cannot be resolved answers 500; of an older
+//     generation, the conditions may be for another parent, host or
+//     backend.
 //
 // The Gateway itself (Programmed, with an address) is not looked at: the
 // controller does not watch Gateways.
@@ -69,7 +71,7 @@ func routeUntilServes(route *gatewayv1.HTTPRoute) string {
 		return fmt.Sprintf("HTTPRoute %s, which is being deleted, is gone and Gateway %s accepts its replacement",
 			route.Name, gatewayName(route.Spec.ParentRefs[0], route.Namespace))
 	}
-	for _, parent := range route.Spec.ParentRefs {
+	for _, parent := range route.Spec.ParentRefs[:1] {
 		gw := gatewayName(parent, route.Namespace)
 		accepted, acceptedBefore, both := false, false, false
 		for _, st := range parentStatuses(route, parent) {
@@ -100,6 +102,18 @@ func routeUntilServes(route *gatewayv1.HTTPRoute) string {
 		default:
 			return fmt.Sprintf("Gateway %s accepts HTTPRoute %s (status.parents[].conditions Accepted=True)", gw, route.Name)
 		}
+	}
+	return ""
+}
+
+// whyServes says, for a message, why obj serves (untilServes is "").
+func whyServes(obj metav1.Object) string {
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		return fmt.Sprintf("the Service is on Ingress %s, which has an address", o.Name)
+	case *gatewayv1.HTTPRoute:
+		return fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it, and resolved its references",
+			gatewayName(o.Spec.ParentRefs[0], o.Namespace), o.Name)
 	}
 	return ""
 }

@@ -14,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -143,12 +145,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			in.Gateway, where, describeKeys(guarded), insteadOf(guarded),
 			AnnotationGatewayAcknowledged, remove))
 	}
-	var wrote bool
+	var served bool
 	if rendering == TargetHTTPRoute {
-		wrote, err = c.syncRoute(ctx, svc, in, ing, route, r)
-		if wrote {
-			route = nil // judged by its write's event, not by the status of the version it replaced
-		}
+		served, err = c.syncRoute(ctx, svc, in, ing, route, r)
 		if routesNotServed(err) {
 			// The HTTPRoute CRD is gone and discovery does not say so yet:
 			// the Service gets its Ingress now, and discovery is asked
@@ -161,16 +160,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 	}
 	if rendering != TargetHTTPRoute {
-		wrote, err = c.syncIngress(ctx, svc, in, ing, route, r)
-		if wrote {
-			ing = nil // likewise
-		}
+		served, err = c.syncIngress(ctx, svc, in, ing, route, r)
 	}
-	// The URL is written once what was there at the start of this sync,
-	// and was not rewritten by it, serves; it stays while either object
-	// does, across a move, and follows the annotations only when they are
-	// valid.
-	if in.invalid(rendering) == nil && serving(svc, ing, route) {
+	// The URL names the target once it serves what the annotations ask
+	// for; until then it is left as it is, across a move naming what the
+	// old object still serves.
+	if served && in.invalid(rendering) == nil {
 		if urlErr := c.publishURL(ctx, svc, in, in.URL, r); urlErr != nil {
 			return errors.Join(err, urlErr)
 		}
@@ -189,62 +184,28 @@ func warnGatewayAPINotServed(r *report, in *Intent) {
 		"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
 }
 
-// serving reports whether the Service's own Ingress or HTTPRoute serves it
-// (see untilServes): then the URL leads somewhere.
-func serving(svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute) bool {
-	return ing != nil && isControlledBy(ing, svc) && serves(ing) ||
-		route != nil && isControlledBy(route, svc) && serves(route)
+// ingressEnd and routeEnd are the Service's Ingress and HTTPRoute as ends
+// of a move.
+func (c *Controller) ingressEnd(ing *networkingv1.Ingress) end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
+	return end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]{c.ingress, ing}
 }
 
-// syncIngress converges the Ingress of an enabled Service, then removes the
-// HTTPRoute it replaces once the Ingress serves. It reports whether it
-// updated the Ingress.
+func (c *Controller) routeEnd(route *gatewayv1.HTTPRoute) end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
+	return end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]{c.route, route}
+}
+
+// syncIngress moves the Service onto its Ingress (see move). It reports
+// whether the Ingress serves it as its annotations ask.
 func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
+	to, from := c.ingressEnd(ing), c.routeEnd(route)
 	desired, err := in.Ingress()
 	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
-		return false, nil
+		return false, keepWhileInvalid(ctx, svc, to, from, r)
 	}
 	if err != nil {
 		return false, fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	// The route, if any, goes on a later sync, once the Ingress serves (its
-	// events bring the Service back). An Ingress this sync updated is
-	// judged on the update's event: its address may be for the old spec.
-	ok, wrote, err := c.ingress.converge(ctx, svc, ing, desired, r, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation")
-	if !ok || wrote || err != nil {
-		return wrote, err
-	}
-	return false, c.moveToIngress(ctx, svc, ing, route, r)
-}
-
-// moveToIngress returns the Service's Ingress to external-dns if it was
-// withdrawn, and retires the HTTPRoute it replaces once the Ingress serves.
-func (c *Controller) moveToIngress(ctx context.Context, svc *corev1.Service, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
-	// An Ingress the Service moved away from and is back on, withdrawn
-	// from external-dns while it drained, is the one to resolve to again.
-	if err := c.ingress.restore(ctx, ing, fmt.Sprintf("the Service is on Ingress %s again", ing.Name), r); err != nil {
-		return err
-	}
-	if route == nil || !isControlledBy(route, svc) || isBeingDeleted(route) {
-		return nil
-	}
-	if until := untilServes(ing); until != "" {
-		c.settling.reset(svc)
-		r.normal(ReasonWaitingForIngress, string(ing.UID), fmt.Sprintf("Keeping HTTPRoute %s until %s", route.Name, until))
-		return c.route.restore(ctx, route, fmt.Sprintf("it is kept until %s", until), r)
-	}
-	if withdrawalMarked(ing) {
-		// Not back in external-dns as far as the cache knows: the route
-		// stays in it until the Ingress's update brings the Service back.
-		c.settling.reset(svc)
-		return nil
-	}
-	if _, draining := withdrawnAt(route); !draining {
-		if wait := c.settling.remaining(svc, ing.UID); wait > 0 {
-			return &controller.RequeueAfter{Delay: wait}
-		}
-	}
-	return retire(ctx, c.route, c.cutover, route, fmt.Sprintf("the Service is back on Ingress %s, which has an address", ing.Name), r)
+	return move(ctx, c, svc, desired, to, from, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation", r)
 }
 
 // cached returns the object of key in an informer's cache, nil when there
@@ -319,13 +280,14 @@ func serviceCacheBehind(cached, live *corev1.Service) error {
 	}
 }
 
-// syncRoute converges the HTTPRoute of a Service that asks for a Gateway,
-// then removes the Ingress it replaces once the route serves. It reports
-// whether it updated the route.
+// syncRoute moves the Service onto its HTTPRoute (see move), and its route
+// between Gateways (see parentsDuringMove). It reports whether the route
+// serves it as its annotations ask.
 func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
+	to, from := c.routeEnd(route), c.ingressEnd(ing)
 	desired, err := in.HTTPRoute()
 	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
-		return false, nil
+		return false, keepWhileInvalid(ctx, svc, to, from, r)
 	}
 	if err != nil {
 		return false, fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
@@ -340,29 +302,21 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 			"%s sets %s, read only by an Ingress controller and ignored on HTTPRoute %s; with the Gateway API, use instead: %s",
 			AnnotationAnnotations, describeKeys(ignored), desired.Name, insteadOf(ignored)))
 	}
-	// The Ingress, if any, goes on a later sync, once the route serves
-	// (its status update brings the Service back). A route this sync
-	// updated is judged on the update's event: its conditions are of the
-	// generation it replaced.
-	ok, wrote, err := c.route.converge(ctx, svc, route, desired, r, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`)
-	if !ok || wrote || err != nil {
-		return wrote, err
+	if to.of(svc) {
+		warnRouteStatus(route, desired.Spec.ParentRefs[0], r)
 	}
-	return false, c.moveToRoute(ctx, svc, desired.Spec.ParentRefs[0], ing, route, r)
+	settle := c.parentsDuringMove(ctx, svc, route, desired)
+	served, err := move(ctx, c, svc, desired, to, from, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`, r)
+	if err == nil && settle > 0 {
+		err = &controller.RequeueAfter{Delay: settle}
+	}
+	return served, err
 }
 
-// moveToRoute returns the Service's HTTPRoute to external-dns if it was
-// withdrawn, tells what its Gateway says of it, and retires the Ingress it
-// replaces once the route serves.
-func (c *Controller) moveToRoute(ctx context.Context, svc *corev1.Service, parent gatewayv1.ParentReference, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) error {
-	// A route the Service moved away from and is back on, withdrawn from
-	// external-dns while it drained, is the one to resolve to again.
-	if err := c.route.restore(ctx, route, fmt.Sprintf("the Service is on HTTPRoute %s again", route.Name), r); err != nil {
-		return err
-	}
-
-	// Warnings tell what the Gateway says of the route; whether it serves
-	// is untilServes's alone to say.
+// warnRouteStatus tells, by Warnings, what the Gateway of parent says of
+// route when it refuses it; whether the route serves is untilServes's alone
+// to say.
+func warnRouteStatus(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference, r *report) {
 	gw := gatewayName(parent, route.Namespace)
 	for _, st := range parentStatuses(route, parent) {
 		for _, cond := range st.Conditions {
@@ -376,26 +330,46 @@ func (c *Controller) moveToRoute(ctx context.Context, svc *corev1.Service, paren
 			}
 		}
 	}
-	if ing == nil || !isControlledBy(ing, svc) || isBeingDeleted(ing) {
-		return nil
+}
+
+// maxParentRefs is the Gateway API's limit on an HTTPRoute's parentRefs.
+const maxParentRefs = 32
+
+// parentsDuringMove makes a move of the Service's route between Gateways
+// (or listeners, or ports of one: its ingress/gateway, ingress/listener or
+// the --ingress-gateway default changed) make-before-break: desired, the
+// route as the annotations ask, keeps the live route's other parents after
+// its own until its own serves it (untilServes) and went on serving for the
+// settle time; only then are they dropped. Until then the Gateways it
+// moves away from go on routing the Service. It returns how long the old
+// parents stay, 0 when there are none or they go now.
+func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service, live, desired *gatewayv1.HTTPRoute) time.Duration {
+	if live == nil || !isControlledBy(live, svc) || isBeingDeleted(live) {
+		return 0
 	}
-	if until := untilServes(route); until != "" {
-		c.settling.reset(svc)
-		r.normal(ReasonWaitingForHTTPRoute, string(route.UID), fmt.Sprintf("Keeping Ingress %s until %s", ing.Name, until))
-		return c.ingress.restore(ctx, ing, fmt.Sprintf("it is kept until %s", until), r)
-	}
-	if withdrawalMarked(route) {
-		// Not back in external-dns as far as the cache knows: the Ingress
-		// stays in it until the route's update brings the Service back.
-		c.settling.reset(svc)
-		return nil
-	}
-	if _, draining := withdrawnAt(ing); !draining {
-		if wait := c.settling.remaining(svc, route.UID); wait > 0 {
-			return &controller.RequeueAfter{Delay: wait}
+	want := parentKey(desired.Spec.ParentRefs[0], desired.Namespace)
+	var old []gatewayv1.ParentReference
+	for _, p := range live.Spec.ParentRefs {
+		if parentKey(p, live.Namespace) != want {
+			old = append(old, p)
 		}
 	}
-	return retire(ctx, c.ingress, c.cutover, ing, fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it, and resolved its references", gw, route.Name), r)
+	if len(old) == 0 {
+		c.settling.resetParents(svc)
+		return 0
+	}
+	var settle time.Duration
+	if len(live.Spec.ParentRefs) > 0 && parentKey(live.Spec.ParentRefs[0], live.Namespace) == want && untilServes(live) == "" {
+		if settle = c.settling.remainingParents(svc, live.UID); settle == 0 {
+			klog.FromContext(ctx).Info("The route's Gateway serves it; dropping the Gateways it moved away from",
+				"gateway", gatewayName(desired.Spec.ParentRefs[0], desired.Namespace), "dropped", len(old))
+			return 0
+		}
+	} else {
+		c.settling.resetParents(svc)
+	}
+	desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, old[:min(len(old), maxParentRefs-1)]...)
+	return settle
 }
 
 // parentStatuses returns the entries of route's status for parent (one per
@@ -462,17 +436,25 @@ func controllerOf(obj metav1.Object) string {
 	return "no controller"
 }
 
-// settling holds, per Service moving between Ingress and HTTPRoute, when
-// the new object was first seen ready. The old one is deleted only a
-// settle time later: a Gateway implementation marks a route Accepted (and
-// an Ingress controller publishes an address) when its control plane took
-// the object, and its data plane serves it a moment later. Kept in memory:
-// after a restart the settle time starts again, which only delays.
+// settling holds, per Service moving between Ingress and HTTPRoute (or its
+// route between Gateways), when the new object (or parent) was first seen
+// ready. The old one is retired only a settle time later: a Gateway
+// implementation marks a route Accepted (and an Ingress controller
+// publishes an address) when its control plane took the object, and its
+// data plane serves it a moment later. Kept in memory: after a restart the
+// settle time starts again, which only delays.
 type settling struct {
 	settle time.Duration
 	now    func() time.Time
 	mu     sync.Mutex
-	since  map[cache.ObjectName]readySince
+	since  map[settleKey]readySince
+}
+
+// settleKey is one move of one Service: between kinds, or (parents) of its
+// route between Gateways.
+type settleKey struct {
+	svc     cache.ObjectName
+	parents bool
 }
 
 type readySince struct {
@@ -483,10 +465,20 @@ type readySince struct {
 // remaining returns how much longer the old object of svc is kept, now that
 // the new object uid is ready.
 func (s *settling) remaining(svc *corev1.Service, uid types.UID) time.Duration {
+	return s.wait(settleKey{svc: cache.MetaObjectToName(svc)}, uid)
+}
+
+// remainingParents returns how much longer the Gateways the route uid of
+// svc moves away from stay its parents, now that the one it is for serves
+// it.
+func (s *settling) remainingParents(svc *corev1.Service, uid types.UID) time.Duration {
+	return s.wait(settleKey{svc: cache.MetaObjectToName(svc), parents: true}, uid)
+}
+
+func (s *settling) wait(key settleKey, uid types.UID) time.Duration {
 	if s.settle <= 0 {
 		return 0
 	}
-	key := cache.MetaObjectToName(svc)
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -503,10 +495,21 @@ func (s *settling) remaining(svc *corev1.Service, uid types.UID) time.Duration {
 }
 
 // reset forgets svc's ready time: the new object is not ready (any more).
-func (s *settling) reset(svc *corev1.Service) { s.forget(cache.MetaObjectToName(svc)) }
+func (s *settling) reset(svc *corev1.Service) { s.drop(settleKey{svc: cache.MetaObjectToName(svc)}) }
 
-func (s *settling) forget(key cache.ObjectName) {
+// resetParents forgets when the parent svc's route is for first served it.
+func (s *settling) resetParents(svc *corev1.Service) {
+	s.drop(settleKey{svc: cache.MetaObjectToName(svc), parents: true})
+}
+
+func (s *settling) drop(key settleKey) {
 	s.mu.Lock()
 	delete(s.since, key)
 	s.mu.Unlock()
+}
+
+// forget drops everything of the Service key (it is gone).
+func (s *settling) forget(key cache.ObjectName) {
+	s.drop(settleKey{svc: key})
+	s.drop(settleKey{svc: key, parents: true})
 }

@@ -114,9 +114,10 @@ type createdObject struct {
 	serviceUID, serviceVersion string
 }
 
-// writeReasons are the Event reasons of one kind's writes, and of a
-// same-named object of someone else in the way.
-type writeReasons struct{ created, updated, deleted, exists string }
+// writeReasons are the Event reasons of one kind's writes, of a same-named
+// object of someone else in the way, and of a move to the kind waiting for
+// its object to serve.
+type writeReasons struct{ created, updated, deleted, exists, waiting string }
 
 // newWriter returns the write path of one kind; client may be nil for
 // needsUpdate alone.
@@ -461,7 +462,7 @@ func ingressWriter(client networkingv1client.NetworkingV1Interface, fieldManager
 	ingresses := func(namespace string) typedClient[*networkingv1.Ingress] {
 		return client.Ingresses(namespace)
 	}
-	return newWriter("Ingress", writeReasons{ReasonIngressCreated, ReasonIngressUpdated, ReasonIngressDeleted, ReasonIngressExists}, ingresses, fieldManager, networkingv1ac.Ingress, extractIngress,
+	return newWriter("Ingress", writeReasons{ReasonIngressCreated, ReasonIngressUpdated, ReasonIngressDeleted, ReasonIngressExists, ReasonWaitingForIngress}, ingresses, fieldManager, networkingv1ac.Ingress, extractIngress,
 		func(ac *networkingv1ac.IngressApplyConfiguration) { ac.Status = nil })
 }
 
@@ -475,7 +476,7 @@ func routeWriter(client gatewayv1client.GatewayV1Interface, fieldManager string)
 	routes := func(namespace string) typedClient[*gatewayv1.HTTPRoute] {
 		return client.HTTPRoutes(namespace)
 	}
-	return newWriter("HTTPRoute", writeReasons{ReasonHTTPRouteCreated, ReasonHTTPRouteUpdated, ReasonHTTPRouteDeleted, ReasonHTTPRouteExists}, routes, fieldManager, gatewayv1ac.HTTPRoute, extractHTTPRoute,
+	return newWriter("HTTPRoute", writeReasons{ReasonHTTPRouteCreated, ReasonHTTPRouteUpdated, ReasonHTTPRouteDeleted, ReasonHTTPRouteExists, ReasonWaitingForHTTPRoute}, routes, fieldManager, gatewayv1ac.HTTPRoute, extractHTTPRoute,
 		func(ac *gatewayv1ac.HTTPRouteApplyConfiguration) { ac.Status = nil })
 }
 
