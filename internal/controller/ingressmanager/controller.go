@@ -83,15 +83,16 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		interval = DefaultGatewayAPICheckInterval
 	}
 	c.gateway = &gatewayAPI{
-		discovery: cctx.Discovery,
-		client:    cctx.Gateway,
-		namespace: cctx.Namespace,
-		resync:    cctx.ResyncPeriod,
-		transform: cctx.Transform,
-		interval:  interval,
-		handler:   owned,
-		knownCh:   make(chan struct{}),
-		askNow:    make(chan struct{}, 1),
+		discovery:    cctx.Discovery,
+		client:       cctx.Gateway,
+		namespace:    cctx.Namespace,
+		resync:       cctx.ResyncPeriod,
+		transform:    cctx.Transform,
+		interval:     interval,
+		handler:      owned,
+		enqueueRoute: c.enqueueOwned,
+		knownCh:      make(chan struct{}),
+		askNow:       make(chan struct{}, 1),
 	}
 	if err := c.AddEventHandler(svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.Enqueue,

@@ -51,6 +51,14 @@ type gatewayAPI struct {
 	knownCh   chan struct{}
 	knownOnce sync.Once
 	routes    atomic.Pointer[cache.Indexer]
+	// gateways is the Gateway informer's cache, published with routes
+	// (before it) when the cluster serves Gateways too; nil otherwise. A
+	// route serves only on a Gateway that is programmed with an address
+	// (see untilServes).
+	gateways atomic.Pointer[cache.Indexer]
+	// enqueueRoute brings back the Service of a route whose Gateway's
+	// verdict (untilServes) changed.
+	enqueueRoute func(route any)
 	// askNow (buffered, one) asks discovery again at once, before the
 	// interval is up: a sync was answered that HTTPRoutes are not served
 	// (see routesNotServed). Nil: only at the interval.
@@ -111,19 +119,25 @@ func (g *gatewayAPI) routeCache() (routes cache.Indexer, answered bool) {
 // HTTPRoutesServed reports whether the API server serves HTTPRoutes in
 // gateway.networking.k8s.io/v1, as discovery lists them.
 func HTTPRoutesServed(disc discovery.DiscoveryInterface) (bool, error) {
+	routes, _, err := gatewayAPIServed(disc)
+	return routes, err
+}
+
+// gatewayAPIServed reports whether the API server serves HTTPRoutes, and
+// Gateways, in gateway.networking.k8s.io/v1, as discovery lists them.
+func gatewayAPIServed(disc discovery.DiscoveryInterface) (routes, gateways bool, err error) {
 	list, err := disc.ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String())
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for _, r := range list.APIResources {
-		if r.Name == "httproutes" {
-			return true, nil
-		}
+		routes = routes || r.Name == "httproutes"
+		gateways = gateways || r.Name == "gateways"
 	}
-	return false, nil
+	return routes, gateways, nil
 }
 
 // run watches HTTPRoutes while discovery lists them, asking it every
@@ -135,12 +149,12 @@ func HTTPRoutesServed(disc discovery.DiscoveryInterface) (bool, error) {
 func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 	logger := klog.FromContext(ctx)
 	for {
-		ok, err := HTTPRoutesServed(g.discovery)
+		ok, gateways, err := gatewayAPIServed(g.discovery)
 		switch {
 		case err != nil:
 			logger.Info("Cannot tell whether the Gateway API is served; asking again", "err", err)
 		case ok:
-			g.watch(ctx, answered)
+			g.watch(ctx, gateways, answered)
 		case !g.known.Load():
 			logger.Info("The Gateway API is not served (no gateway.networking.k8s.io/v1 httproutes): Services that ask for a Gateway keep an Ingress until it is", "checkInterval", g.interval)
 			g.markKnown()
@@ -160,38 +174,80 @@ func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 }
 
 // Whether the Gateway API is served is asked of discovery, which every
-// authenticated user may read; the HTTPRoute informer needs list and watch.
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=list;watch
+// authenticated user may read; the HTTPRoute and Gateway informers need
+// list and watch.
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;gateways,verbs=list;watch
 
-// watch runs an HTTPRoute informer, and publishes its cache once synced,
-// until ctx ends or discovery answers that HTTPRoutes are no longer served
-// (their CRD removed). The cache is then dropped, as if the API had never
-// been served: the route informer would only fail, and the Services on a
-// Gateway get an Ingress meanwhile. An error asking discovery is no answer.
-func (g *gatewayAPI) watch(ctx context.Context, answered func()) {
+// byGateway indexes routes by the Gateway they are for (the first of their
+// parentRefs, see untilServes), as <namespace>/<name>.
+const byGateway = "gateway"
+
+func indexByGateway(obj any) ([]string, error) {
+	route, ok := obj.(*gatewayv1.HTTPRoute)
+	if !ok || len(route.Spec.ParentRefs) == 0 || !isGatewayRef(route.Spec.ParentRefs[0]) {
+		return nil, nil
+	}
+	return []string{gatewayName(route.Spec.ParentRefs[0], route.Namespace)}, nil
+}
+
+// watch runs an HTTPRoute informer, and a Gateway informer when gateways
+// are served too, and publishes their caches once synced, until ctx ends
+// or discovery answers that HTTPRoutes are no longer served (their CRD
+// removed). The caches are then dropped, as if the API had never been
+// served: the informers would only fail, and the Services on a Gateway get
+// an Ingress meanwhile. An error asking discovery is no answer.
+func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) {
 	logger := klog.FromContext(ctx)
 	// On the gateway.networking.k8s.io/v1 client alone: the generated
 	// factory's interfaces name every version of the Gateway API, whose
 	// types the linker would then keep.
 	informer := controller.NewSharedInformer[*gatewayv1.HTTPRouteList](g.client.HTTPRoutes(g.namespace), &gatewayv1.HTTPRoute{}, g.resync, g.transform, g.client)
+	if err := informer.AddIndexers(cache.Indexers{byGateway: indexByGateway}); err != nil {
+		logger.Error(err, "Cannot index HTTPRoutes by Gateway; Services that ask for a Gateway keep an Ingress")
+		g.markKnown()
+		return
+	}
 	reg, err := informer.AddEventHandlerWithOptions(g.handler, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		logger.Error(err, "Cannot watch HTTPRoutes; Services that ask for a Gateway keep an Ingress")
 		g.markKnown()
 		return
 	}
+	synced := []cache.DoneChecker{reg.HasSyncedChecker()}
+	var gwInformer cache.SharedIndexInformer
+	if gateways {
+		gwInformer = controller.NewSharedInformer[*gatewayv1.GatewayList](g.client.Gateways(g.namespace), &gatewayv1.Gateway{}, g.resync, g.transform, g.client)
+		gwReg, err := gwInformer.AddEventHandlerWithOptions(g.gatewayHandler(informer.GetIndexer()), cache.HandlerOptions{Logger: &logger})
+		if err != nil {
+			logger.Error(err, "Cannot watch Gateways; Services that ask for a Gateway keep an Ingress")
+			g.markKnown()
+			return
+		}
+		synced = append(synced, gwReg.HasSyncedChecker())
+	} else {
+		logger.Info("The cluster serves HTTPRoutes but not Gateways (gateway.networking.k8s.io/v1 gateways): a route serves once its Gateway accepts it, whether the Gateway is programmed or not")
+	}
 	served, stop := context.WithCancel(ctx)
 	defer stop()
 	var running sync.WaitGroup
 	running.Go(func() { informer.RunWithContext(served) })
+	if gwInformer != nil {
+		running.Go(func() { gwInformer.RunWithContext(served) })
+	}
 	running.Go(func() {
-		if !cache.WaitFor(served, "", reg.HasSyncedChecker()) {
-			return
+		for _, s := range synced {
+			if !cache.WaitFor(served, "", s) {
+				return
+			}
+		}
+		if gwInformer != nil {
+			gws := gwInformer.GetIndexer()
+			g.gateways.Store(&gws)
 		}
 		indexer := informer.GetIndexer()
 		g.routes.Store(&indexer)
 		g.markKnown()
-		logger.Info("Watching HTTPRoutes: the Gateway API is served")
+		logger.Info("Watching HTTPRoutes: the Gateway API is served", "gateways", gwInformer != nil)
 		answered()
 	})
 	tick := time.NewTicker(g.interval)
@@ -204,19 +260,89 @@ func (g *gatewayAPI) watch(ctx context.Context, answered func()) {
 		case <-tick.C:
 		case <-g.askNow:
 		}
-		ok, err := HTTPRoutesServed(g.discovery)
+		ok, gws, err := gatewayAPIServed(g.discovery)
 		if err != nil {
 			logger.V(2).Info("Cannot tell whether the Gateway API is still served; asking again", "err", err)
 		}
-		gone = err == nil && !ok
+		// Gateways served now and not before (or the other way round):
+		// the watch starts again with them.
+		gone = err == nil && (!ok || gws != gateways)
 	}
 	stop()
 	running.Wait()
 	if ctx.Err() != nil {
 		return // shutting down: syncs still draining keep the last cache
 	}
+	g.gateways.Store(nil)
 	if g.routes.Swap(nil) != nil {
 		logger.Info("The Gateway API is no longer served (no gateway.networking.k8s.io/v1 httproutes): stopped watching HTTPRoutes; Services that ask for a Gateway get an Ingress until it is served again", "checkInterval", g.interval)
 		answered()
 	}
+}
+
+// gatewayHandler brings back the Services whose routes are for a Gateway
+// whose verdict (untilGatewayServes) changed: added, deleted, programmed,
+// given an address or losing it. Other changes of a Gateway (and resyncs)
+// change nothing of a route's.
+func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		gw, ok := obj.(*gatewayv1.Gateway)
+		if !ok {
+			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+				gw, ok = tomb.Obj.(*gatewayv1.Gateway)
+			}
+			if !ok {
+				return
+			}
+		}
+		for _, route := range routeList(routes, gw.Namespace+"/"+gw.Name) {
+			g.enqueueRoute(route)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*gatewayv1.Gateway)
+			n, ok2 := newObj.(*gatewayv1.Gateway)
+			if ok1 && ok2 && untilGatewayServes(o) == untilGatewayServes(n) {
+				return
+			}
+			enqueue(newObj)
+		},
+		DeleteFunc: enqueue,
+	}
+}
+
+// routeList returns the routes indexed under Gateway key.
+func routeList(routes cache.Indexer, key string) []any {
+	list, err := routes.ByIndex(byGateway, key)
+	if err != nil {
+		return nil
+	}
+	return list
+}
+
+// gatewayCache returns the Gateway informer's cache, nil when Gateways are
+// not watched.
+func (g *gatewayAPI) gatewayCache() cache.Indexer {
+	if i := g.gateways.Load(); i != nil {
+		return *i
+	}
+	return nil
+}
+
+// lookup finds the Gateway namespace/name in the cache. visible is false
+// when the controller does not watch it: Gateways are not served, or not
+// in the one namespace the manager watches (--namespace).
+func (g *gatewayAPI) lookup(namespace, name string) (gw *gatewayv1.Gateway, visible bool) {
+	gws := g.gatewayCache()
+	if gws == nil || g.namespace != "" && namespace != g.namespace {
+		return nil, false
+	}
+	obj, exists, err := gws.GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
+		return nil, true
+	}
+	gw, _ = obj.(*gatewayv1.Gateway)
+	return gw, true
 }

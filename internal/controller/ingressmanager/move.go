@@ -79,7 +79,7 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 	if err != nil {
 		return false, err
 	}
-	if until := untilServes(target); until != "" {
+	if until := untilServes(target, c.gateway.lookup); until != "" {
 		c.settling.reset(svc)
 		if from.of(svc) {
 			r.normal(to.w.reasons.waiting, string(target.GetUID()), fmt.Sprintf("Keeping %s %s until %s", from.w.kind, from.obj.GetName(), until))
@@ -107,8 +107,8 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 // keepWhileInvalid is move's step 2 for a target whose annotations are
 // invalid: nothing is written to it, and the old object stays in
 // external-dns unless the target, as it is, serves.
-func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, svc *corev1.Service, to end[N, NA], from end[O, OA], r *report) error {
-	if to.of(svc) && serves(to.obj) {
+func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, c *Controller, svc *corev1.Service, to end[N, NA], from end[O, OA], r *report) error {
+	if to.of(svc) && untilServes(to.obj, c.gateway.lookup) == "" {
 		return nil
 	}
 	return from.keep(ctx, svc, fmt.Sprintf("the annotations of its replacement's %s are invalid", to.w.kind), r)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -243,4 +244,115 @@ func TestMoveBetweenGatewaysMakeBeforeBreak(t *testing.T) {
 	step("the new Gateway serves it: kept for the settle time", 0, 5*time.Second, "gw2", "gw")
 	f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc), parents: true}] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
 	step("settled: the old Gateway dropped", 1, 0, "gw2")
+}
+
+// TestMoveWaitsForAGatewayThatServes (issue 49, the serving rule): a route
+// its Gateway accepted and resolved does not serve while the Gateway is
+// not programmed or has no address: the Ingress is kept in external-dns
+// (returned to it when withdrawn), the URL is not written; once the
+// Gateway serves, the move goes on.
+func TestMoveWaitsForAGatewayThatServes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gateway *gatewayv1.Gateway // nil: gone
+	}{
+		{name: "provisioning", gateway: programmedGateway("gw", func(g *gatewayv1.Gateway) { g.Status.Conditions[0].Status = metav1.ConditionFalse })},
+		{name: "without an address", gateway: programmedGateway("gw", func(g *gatewayv1.Gateway) { g.Status.Addresses = nil })},
+		{name: "gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			f.c.builder.urlAnnotation = AnnotationURL
+			if err := f.gateways.Delete(programmedGateway("gw")); err != nil {
+				t.Fatal(err)
+			}
+			if tc.gateway != nil {
+				if err := f.gateways.Add(tc.gateway); err != nil {
+					t.Fatal(err)
+				}
+			}
+			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addIngress(svc, both(withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-10*time.Second))))
+			f.syncIngressToServer()
+			f.addRoute(svc, servedAt(1))
+			f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc)}] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+			f.syncExpecting(svc, []string{"patch ingresses"})
+			if reasons := f.reasons(); !slices.Contains(reasons, ReasonWaitingForHTTPRoute) || !slices.Contains(reasons, ReasonReturnedToDNS) {
+				t.Errorf("Events %v, want %s and %s", reasons, ReasonWaitingForHTTPRoute, ReasonReturnedToDNS)
+			}
+			for _, a := range f.kube.Actions() {
+				if a.Matches("patch", "services") {
+					t.Errorf("the URL was written while the Gateway does not serve")
+				}
+			}
+
+			// The Gateway serves: the Ingress is withdrawn.
+			if err := f.gateways.Add(programmedGateway("gw")); err != nil {
+				t.Fatal(err)
+			}
+			live, err := f.kube.NetworkingV1().Ingresses("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.c.ingresses.Update(live); err != nil {
+				t.Fatal(err)
+			}
+			if got := requeued(t, f.sync(svc)); got != 5*time.Second {
+				t.Errorf("the Gateway serving: requeued after %v, want the settle time", got)
+			}
+			f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc)}] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+			f.clearActions()
+			_ = requeued(t, f.sync(svc))
+			if got := f.writes(); !slices.Equal(got, []string{"patch ingresses"}) {
+				t.Errorf("the Gateway serving: writes %q, want the Ingress withdrawn", got)
+			}
+			if reasons := f.reasons(); !slices.Contains(reasons, ReasonWithdrawnFromDNS) {
+				t.Errorf("the Gateway serving: Events %v, want %s", reasons, ReasonWithdrawnFromDNS)
+			}
+		})
+	}
+}
+
+// TestMoveBetweenListeners: two references to one Gateway may share a
+// route only when each names another listener (the Gateway API's rule): a
+// move between listeners keeps the old one meanwhile, a move between the
+// whole Gateway and one of its listeners rewrites the parent in place (the
+// API server would refuse both at once).
+func TestMoveBetweenListeners(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to string // ingress/gateway-listener ("": none)
+		want     []string
+	}{
+		{name: "listener a to listener b", from: "a", to: "b", want: []string{"b", "a"}},
+		{name: "the whole Gateway to listener b", from: "", to: "b", want: []string{"b"}},
+		{name: "listener a to the whole Gateway", from: "a", to: "", want: []string{""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			svc := service(map[string]string{AnnotationGateway: "gw", AnnotationGatewayListener: tc.from}, port("http", 80))
+			svc.ResourceVersion = "1"
+			f.addRoute(svc, servedAt(1))
+			svc.Annotations[AnnotationGatewayListener] = tc.to
+			f.addService(svc, true)
+			if err := f.sync(svc); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			live, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range live.Spec.ParentRefs {
+				if p.Name != "gw" {
+					t.Errorf("parent %s, want gw", p.Name)
+				}
+				got = append(got, string(ptr.Deref(p.SectionName, "")))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("listeners of the parents %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

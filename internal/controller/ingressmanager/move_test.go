@@ -27,6 +27,9 @@ type syncFixture struct {
 	c *Controller
 	testClients
 	routes cache.Indexer
+	// gateways holds Gateways gw and gw2 of namespace default, programmed
+	// with an address.
+	gateways cache.Indexer
 	// server is the API server's clock, as the cut-over fixture's fakes
 	// answer a dry-run patch (see serverClock).
 	server serverClock
@@ -36,9 +39,16 @@ func newSyncFixture(t *testing.T) *syncFixture {
 	t.Helper()
 	c, clients := newTestControllerClients(t)
 	routes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	gateways := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, name := range []string{"gw", "gw2"} {
+		if err := gateways.Add(programmedGateway(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.gateway.gateways.Store(&gateways)
 	c.gateway.routes.Store(&routes)
 	c.gateway.markKnown()
-	return &syncFixture{t: t, c: c, testClients: clients, routes: routes}
+	return &syncFixture{t: t, c: c, testClients: clients, routes: routes, gateways: gateways}
 }
 
 // addService creates svc in the API server and, when cached, in the cache.

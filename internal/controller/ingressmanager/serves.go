@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"fmt"
+	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,9 +16,14 @@ import (
 // withdrawn object to external-dns, and the URL written back on the
 // Service. So they cannot disagree.
 
-// serves reports whether obj, an Ingress or HTTPRoute of the Service, serves
-// it (see untilServes).
-func serves(obj metav1.Object) bool { return untilServes(obj) == "" }
+// gatewayLookup finds the Gateway namespace/name a route is for; visible
+// is false when the controller does not watch it (Gateways not served, or
+// outside the one namespace the manager watches), and gw nil when it is
+// watched and does not exist.
+type gatewayLookup func(namespace, name string) (gw *gatewayv1.Gateway, visible bool)
+
+// noGateways is the lookup of a controller that watches no Gateway.
+func noGateways(string, string) (*gatewayv1.Gateway, bool) { return nil, false }
 
 // untilServes returns what has to happen before obj serves, for a message
 // ("Keeping ... until <it>"), or "" when it serves:
@@ -35,11 +41,14 @@ func serves(obj metav1.Object) bool { return untilServes(obj) == "" }
 //     generation as their observedGeneration: accepted alone, a route
 //     whose backend cannot be resolved answers 500; of an older
 //     generation, the conditions may be for another parent, host or
-//     backend.
-//
-// The Gateway itself (Programmed, with an address) is not looked at: the
-// controller does not watch Gateways.
-func untilServes(obj metav1.Object) string {
+//     backend; and on a Gateway that is Programmed=True for its current
+//     generation and has an address in status.addresses: a Gateway still
+//     provisioning accepts routes that nothing serves yet, and
+//     external-dns publishes a route's host at its Gateway's addresses.
+//     A Gateway the controller does not watch (the manager confined to
+//     another namespace by --namespace, or a cluster serving no Gateways)
+//     is taken on the route's word alone.
+func untilServes(obj metav1.Object, gateways gatewayLookup) string {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
 		if o != nil {
@@ -47,7 +56,10 @@ func untilServes(obj metav1.Object) string {
 		}
 	case *gatewayv1.HTTPRoute:
 		if o != nil {
-			return routeUntilServes(o)
+			if until := routeUntilServes(o); until != "" {
+				return until
+			}
+			return routeGatewayUntilServes(o, gateways)
 		}
 	}
 	return "there is an Ingress or HTTPRoute"
@@ -116,4 +128,48 @@ func whyServes(obj metav1.Object) string {
 			gatewayName(o.Spec.ParentRefs[0], o.Namespace), o.Name)
 	}
 	return ""
+}
+
+// routeGatewayUntilServes is untilServes's part on the Gateway a route is
+// for.
+func routeGatewayUntilServes(route *gatewayv1.HTTPRoute, gateways gatewayLookup) string {
+	parent := route.Spec.ParentRefs[0]
+	if !isGatewayRef(parent) {
+		return ""
+	}
+	ns, _ := strings.CutSuffix(gatewayName(parent, route.Namespace), "/"+string(parent.Name))
+	gw, visible := gateways(ns, string(parent.Name))
+	switch {
+	case !visible:
+		return ""
+	case gw == nil:
+		return fmt.Sprintf("Gateway %s/%s, which HTTPRoute %s is for, exists", ns, parent.Name, route.Name)
+	}
+	return untilGatewayServes(gw)
+}
+
+// untilGatewayServes returns what has to happen before gw serves the
+// routes it accepted, or "".
+func untilGatewayServes(gw *gatewayv1.Gateway) string {
+	programmed := false
+	for _, c := range gw.Status.Conditions {
+		if c.Type == string(gatewayv1.GatewayConditionProgrammed) && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gw.Generation {
+			programmed = true
+		}
+	}
+	switch {
+	case gw.DeletionTimestamp != nil:
+		return fmt.Sprintf("Gateway %s/%s, which is being deleted, is replaced", gw.Namespace, gw.Name)
+	case !programmed:
+		return fmt.Sprintf("Gateway %s/%s is programmed (status.conditions Programmed=True for its generation %d)", gw.Namespace, gw.Name, gw.Generation)
+	case len(gw.Status.Addresses) == 0:
+		return fmt.Sprintf("Gateway %s/%s has an address (status.addresses), which external-dns publishes its routes' hosts at", gw.Namespace, gw.Name)
+	}
+	return ""
+}
+
+// isGatewayRef reports whether p refers to a Gateway (its group and kind
+// defaulted as the API does).
+func isGatewayRef(p gatewayv1.ParentReference) bool {
+	return (p.Group == nil || string(*p.Group) == gatewayv1.GroupName) && (p.Kind == nil || *p.Kind == "Gateway")
 }

@@ -51,7 +51,62 @@ func TestServes(t *testing.T) {
 		{"no object does not", (*gatewayv1.HTTPRoute)(nil), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			until := untilServes(tc.obj)
+			until := untilServes(tc.obj, programmedGateways)
+			if got := until == ""; got != tc.want {
+				t.Errorf("serves = %v (until %q), want %v", got, until, tc.want)
+			}
+		})
+	}
+}
+
+// programmedGateway is a Gateway name in namespace default, Programmed for
+// its generation, with an address, as mutate changes it.
+func programmedGateway(name string, mutate ...func(*gatewayv1.Gateway)) *gatewayv1.Gateway {
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Generation: 3}}
+	gw.Status.Conditions = []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", ObservedGeneration: 3}}
+	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "198.51.100.20"}}
+	both(mutate...)(gw)
+	return gw
+}
+
+// programmedGateways finds every Gateway programmed with an address.
+func programmedGateways(ns, name string) (*gatewayv1.Gateway, bool) {
+	gw := programmedGateway(name)
+	gw.Namespace = ns
+	return gw, true
+}
+
+// TestServesOnAGatewayThatServes: a route Accepted and resolved serves only
+// on a Gateway programmed for its generation with an address; a Gateway the
+// controller does not watch is taken on the route's word.
+func TestServesOnAGatewayThatServes(t *testing.T) {
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Generation: 1}}
+	route.Spec.ParentRefs = []gatewayv1.ParentReference{{Name: "gw"}}
+	servedAt(1)(route)
+	only := func(gw *gatewayv1.Gateway) gatewayLookup {
+		return func(ns, name string) (*gatewayv1.Gateway, bool) {
+			if gw == nil || ns != gw.Namespace || name != gw.Name {
+				return nil, true
+			}
+			return gw, true
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		gateways gatewayLookup
+		want     bool
+	}{
+		{"programmed with an address: serves", only(programmedGateway("gw")), true},
+		{"not watched: the route's word", noGateways, true},
+		{"gone: does not", only(nil), false},
+		{"still provisioning (Programmed=False): does not", only(programmedGateway("gw", func(g *gatewayv1.Gateway) { g.Status.Conditions[0].Status = metav1.ConditionFalse })), false},
+		{"Programmed for an older generation: does not", only(programmedGateway("gw", func(g *gatewayv1.Gateway) { g.Generation = 4 })), false},
+		{"programmed without an address: does not", only(programmedGateway("gw", func(g *gatewayv1.Gateway) { g.Status.Addresses = nil })), false},
+		{"being deleted: does not", only(programmedGateway("gw", markDeleting[*gatewayv1.Gateway])), false},
+		{"another Gateway programmed: does not", only(programmedGateway("other")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			until := untilServes(route, tc.gateways)
 			if got := until == ""; got != tc.want {
 				t.Errorf("serves = %v (until %q), want %v", got, until, tc.want)
 			}

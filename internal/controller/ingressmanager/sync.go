@@ -200,7 +200,7 @@ func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *I
 	to, from := c.ingressEnd(ing), c.routeEnd(route)
 	desired, err := in.Ingress()
 	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
-		return false, keepWhileInvalid(ctx, svc, to, from, r)
+		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
 	}
 	if err != nil {
 		return false, fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
@@ -287,7 +287,7 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 	to, from := c.routeEnd(route), c.ingressEnd(ing)
 	desired, err := in.HTTPRoute()
 	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
-		return false, keepWhileInvalid(ctx, svc, to, from, r)
+		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
 	}
 	if err != nil {
 		return false, fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
@@ -359,7 +359,7 @@ func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service,
 		return 0
 	}
 	var settle time.Duration
-	if len(live.Spec.ParentRefs) > 0 && parentKey(live.Spec.ParentRefs[0], live.Namespace) == want && untilServes(live) == "" {
+	if len(live.Spec.ParentRefs) > 0 && parentKey(live.Spec.ParentRefs[0], live.Namespace) == want && untilServes(live, c.gateway.lookup) == "" {
 		if settle = c.settling.remainingParents(svc, live.UID); settle == 0 {
 			klog.FromContext(ctx).Info("The route's Gateway serves it; dropping the Gateways it moved away from",
 				"gateway", gatewayName(desired.Spec.ParentRefs[0], desired.Namespace), "dropped", len(old))
@@ -368,8 +368,29 @@ func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service,
 	} else {
 		c.settling.resetParents(svc)
 	}
-	desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, old[:min(len(old), maxParentRefs-1)]...)
+	for _, p := range old {
+		if len(desired.Spec.ParentRefs) < maxParentRefs && canShareRoute(desired.Spec.ParentRefs, p, desired.Namespace) {
+			desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, p)
+		}
+	}
 	return settle
+}
+
+// canShareRoute reports whether parent may join parents in one route's
+// spec.parentRefs: the Gateway API admits two references to the same
+// Gateway only when both name a listener (sectionName), each another. A
+// move between the whole of a Gateway and one of its listeners therefore
+// rewrites the parent in place, on the Gateway that serves both.
+func canShareRoute(parents []gatewayv1.ParentReference, parent gatewayv1.ParentReference, namespace string) bool {
+	for _, p := range parents {
+		if !isGatewayRef(p) || !isGatewayRef(parent) || gatewayName(p, namespace) != gatewayName(parent, namespace) {
+			continue
+		}
+		if p.SectionName == nil || parent.SectionName == nil || *p.SectionName == *parent.SectionName {
+			return false
+		}
+	}
+	return true
 }
 
 // parentStatuses returns the entries of route's status for parent (one per

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -41,9 +42,11 @@ func (e *env) waitNoRoute(name, what string) {
 }
 
 // setRouteStatus writes the route's status for Gateway gw (in the test
-// namespace) as a Gateway controller would: Accepted and ResolvedRefs.
+// namespace) as a Gateway controller would: Accepted and ResolvedRefs; and
+// makes Gateway gw one that serves (programmeGateway).
 func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, reason, message string) {
 	e.T.Helper()
+	e.programGateway(gw)
 	framework.Eventually(e.T, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
 		route, err := e.gateway().GatewayV1().HTTPRoutes(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -59,6 +62,34 @@ func (e *env) setRouteStatus(name, gw string, accepted metav1.ConditionStatus, r
 			},
 		}}
 		_, err = e.gateway().GatewayV1().HTTPRoutes(e.NS).UpdateStatus(ctx, route, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+}
+
+// programGateway makes Gateway name of the test namespace exist, Programmed
+// for its generation and with an address, as a Gateway controller does once
+// its data plane serves it.
+func (e *env) programGateway(name string) {
+	e.T.Helper()
+	gws := e.gateway().GatewayV1().Gateways(e.NS)
+	framework.Eventually(e.T, framework.Timeout, "programming Gateway "+name, func(ctx context.Context) (bool, error) {
+		gw, err := gws.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			gw, err = gws.Create(ctx, &gatewayv1.Gateway{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: gatewayv1.GatewaySpec{GatewayClassName: "test",
+					Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}}},
+			}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(gw.Status.Addresses) > 0 && meta.IsStatusConditionTrue(gw.Status.Conditions, "Programmed") {
+			return true, nil
+		}
+		gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "192.0.2.10"}}
+		meta.SetStatusCondition(&gw.Status.Conditions, metav1.Condition{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", ObservedGeneration: gw.Generation})
+		_, err = gws.UpdateStatus(ctx, gw, metav1.UpdateOptions{})
 		return err == nil, err
 	})
 }

@@ -38,7 +38,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dataplane.MainWithTraefik(m, "traffic", &cfg, &traefik, dataplane.TraefikOptions{Gateway: true})
+	dataplane.MainWithTraefik(m, "traffic", &cfg, &traefik, dataplane.TraefikOptions{Gateway: true, GatewayIP: "192.0.2.80"})
 }
 
 const (
