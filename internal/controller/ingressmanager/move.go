@@ -4,8 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -112,4 +123,219 @@ func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, c
 		return nil
 	}
 	return from.keep(ctx, svc, fmt.Sprintf("the annotations of its replacement's %s are invalid", to.w.kind), r)
+}
+
+// ingressEnd and routeEnd are the Service's Ingress and HTTPRoute as ends
+// of a move.
+func (c *Controller) ingressEnd(ing *networkingv1.Ingress) end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
+	return end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]{c.ingress, ing}
+}
+
+func (c *Controller) routeEnd(route *gatewayv1.HTTPRoute) end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
+	return end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]{c.route, route}
+}
+
+// syncIngress moves the Service onto its Ingress (see move). It reports
+// whether the Ingress serves it as its annotations ask.
+func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
+	to, from := c.ingressEnd(ing), c.routeEnd(route)
+	desired, err := in.Ingress()
+	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
+		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
+	}
+	if err != nil {
+		return false, fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return move(ctx, c, svc, desired, to, from, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation", r)
+}
+
+// syncRoute moves the Service onto its HTTPRoute (see move), and its route
+// between Gateways (see parentsDuringMove). It reports whether the route
+// serves it as its annotations ask.
+func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
+	to, from := c.routeEnd(route), c.ingressEnd(ing)
+	desired, err := in.HTTPRoute()
+	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
+		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
+	}
+	if err != nil {
+		return false, fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if ignored := in.IngressOnly; len(ignored) > 0 {
+		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
+			"%s %s only for an Ingress and %s ignored for HTTPRoute %s: the Gateway's listener decides the class and terminates TLS",
+			strings.Join(ignored, " and "), plural(len(ignored), "is", "are"), plural(len(ignored), "is", "are"), desired.Name))
+	}
+	if ignored := in.IngressOnlyAnnotations; len(ignored) > 0 {
+		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
+			"%s sets %s, read only by an Ingress controller and ignored on HTTPRoute %s; with the Gateway API, use instead: %s",
+			AnnotationAnnotations, describeKeys(ignored), desired.Name, insteadOf(ignored)))
+	}
+	if to.of(svc) {
+		warnRouteStatus(route, desired.Spec.ParentRefs[0], r)
+	}
+	settle := c.parentsDuringMove(ctx, svc, route, desired)
+	served, err := move(ctx, c, svc, desired, to, from, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`, r)
+	if err == nil && settle > 0 {
+		err = &controller.RequeueAfter{Delay: settle}
+	}
+	return served, err
+}
+
+// warnRouteStatus tells, by Warnings, what the Gateway of parent says of
+// route when it refuses it; whether the route serves is untilServes's alone
+// to say.
+func warnRouteStatus(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference, r *report) {
+	gw := gatewayName(parent, route.Namespace)
+	for _, st := range parentStatuses(route, parent) {
+		for _, cond := range st.Conditions {
+			switch {
+			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionFalse:
+				r.warn(ReasonHTTPRouteNotAccepted, conditionID(route, cond), fmt.Sprintf(
+					"Gateway %s (%s) does not accept HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
+			case cond.Type == string(gatewayv1.RouteConditionResolvedRefs) && cond.Status == metav1.ConditionFalse:
+				r.warn(ReasonHTTPRouteRefsNotResolved, conditionID(route, cond), fmt.Sprintf(
+					"Gateway %s (%s) cannot resolve the references of HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
+			}
+		}
+	}
+}
+
+// maxParentRefs is the Gateway API's limit on an HTTPRoute's parentRefs.
+const maxParentRefs = 32
+
+// parentsDuringMove makes a move of the Service's route between Gateways
+// (or listeners, or ports of one: its ingress/gateway, ingress/listener or
+// the --ingress-gateway default changed) make-before-break: desired, the
+// route as the annotations ask, keeps the live route's other parents after
+// its own until its own serves it (untilServes) and went on serving for the
+// settle time; only then are they dropped. Until then the Gateways it
+// moves away from go on routing the Service. It returns how long the old
+// parents stay, 0 when there are none or they go now.
+func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service, live, desired *gatewayv1.HTTPRoute) time.Duration {
+	if live == nil || !isControlledBy(live, svc) || isBeingDeleted(live) {
+		return 0
+	}
+	want := parentKey(desired.Spec.ParentRefs[0], desired.Namespace)
+	var old []gatewayv1.ParentReference
+	for _, p := range live.Spec.ParentRefs {
+		if parentKey(p, live.Namespace) != want {
+			old = append(old, p)
+		}
+	}
+	if len(old) == 0 {
+		c.settling.resetParents(svc)
+		return 0
+	}
+	var settle time.Duration
+	if len(live.Spec.ParentRefs) > 0 && parentKey(live.Spec.ParentRefs[0], live.Namespace) == want && untilServes(live, c.gateway.lookup) == "" {
+		if settle = c.settling.remainingParents(svc, live.UID); settle == 0 {
+			klog.FromContext(ctx).Info("The route's Gateway serves it; dropping the Gateways it moved away from",
+				"gateway", gatewayName(desired.Spec.ParentRefs[0], desired.Namespace), "dropped", len(old))
+			return 0
+		}
+	} else {
+		c.settling.resetParents(svc)
+	}
+	for _, p := range old {
+		if len(desired.Spec.ParentRefs) < maxParentRefs && canShareRoute(desired.Spec.ParentRefs, p, desired.Namespace) {
+			desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, p)
+		}
+	}
+	return settle
+}
+
+// canShareRoute reports whether parent may join parents in one route's
+// spec.parentRefs: the Gateway API admits two references to the same
+// Gateway only when both name a listener (sectionName), each another. A
+// move between the whole of a Gateway and one of its listeners therefore
+// rewrites the parent in place, on the Gateway that serves both.
+func canShareRoute(parents []gatewayv1.ParentReference, parent gatewayv1.ParentReference, namespace string) bool {
+	for _, p := range parents {
+		if !isGatewayRef(p) || !isGatewayRef(parent) || gatewayName(p, namespace) != gatewayName(parent, namespace) {
+			continue
+		}
+		if p.SectionName == nil || parent.SectionName == nil || *p.SectionName == *parent.SectionName {
+			return false
+		}
+	}
+	return true
+}
+
+// settling holds, per Service moving between Ingress and HTTPRoute (or its
+// route between Gateways), when the new object (or parent) was first seen
+// ready. The old one is retired only a settle time later: a Gateway
+// implementation marks a route Accepted (and an Ingress controller
+// publishes an address) when its control plane took the object, and its
+// data plane serves it a moment later. Kept in memory: after a restart the
+// settle time starts again, which only delays.
+type settling struct {
+	settle time.Duration
+	now    func() time.Time
+	mu     sync.Mutex
+	since  map[settleKey]readySince
+}
+
+// settleKey is one move of one Service: between kinds, or (parents) of its
+// route between Gateways.
+type settleKey struct {
+	svc     cache.ObjectName
+	parents bool
+}
+
+type readySince struct {
+	uid types.UID
+	at  time.Time
+}
+
+// remaining returns how much longer the old object of svc is kept, now that
+// the new object uid is ready.
+func (s *settling) remaining(svc *corev1.Service, uid types.UID) time.Duration {
+	return s.wait(settleKey{svc: cache.MetaObjectToName(svc)}, uid)
+}
+
+// remainingParents returns how much longer the Gateways the route uid of
+// svc moves away from stay its parents, now that the one it is for serves
+// it.
+func (s *settling) remainingParents(svc *corev1.Service, uid types.UID) time.Duration {
+	return s.wait(settleKey{svc: cache.MetaObjectToName(svc), parents: true}, uid)
+}
+
+func (s *settling) wait(key settleKey, uid types.UID) time.Duration {
+	if s.settle <= 0 {
+		return 0
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.since[key]
+	if !ok || r.uid != uid {
+		r = readySince{uid: uid, at: now}
+		s.since[key] = r
+	}
+	if left := s.settle - now.Sub(r.at); left > 0 {
+		return left
+	}
+	delete(s.since, key)
+	return 0
+}
+
+// reset forgets svc's ready time: the new object is not ready (any more).
+func (s *settling) reset(svc *corev1.Service) { s.drop(settleKey{svc: cache.MetaObjectToName(svc)}) }
+
+// resetParents forgets when the parent svc's route is for first served it.
+func (s *settling) resetParents(svc *corev1.Service) {
+	s.drop(settleKey{svc: cache.MetaObjectToName(svc), parents: true})
+}
+
+func (s *settling) drop(key settleKey) {
+	s.mu.Lock()
+	delete(s.since, key)
+	s.mu.Unlock()
+}
+
+// forget drops everything of the Service key (it is gone).
+func (s *settling) forget(key cache.ObjectName) {
+	s.drop(settleKey{svc: key})
+	s.drop(settleKey{svc: key, parents: true})
 }

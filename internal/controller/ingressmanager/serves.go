@@ -173,3 +173,49 @@ func untilGatewayServes(gw *gatewayv1.Gateway) string {
 func isGatewayRef(p gatewayv1.ParentReference) bool {
 	return (p.Group == nil || string(*p.Group) == gatewayv1.GroupName) && (p.Kind == nil || *p.Kind == "Gateway")
 }
+
+// parentStatuses returns the entries of route's status for parent (one per
+// Gateway controller that reports on it).
+func parentStatuses(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference) []gatewayv1.RouteParentStatus {
+	var out []gatewayv1.RouteParentStatus
+	want := parentKey(parent, route.Namespace)
+	for _, st := range route.Status.Parents {
+		if parentKey(st.ParentRef, route.Namespace) == want {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// parentKey spells out a parentRef with its defaults, for comparison.
+func parentKey(p gatewayv1.ParentReference, routeNamespace string) string {
+	group, kind, section, port := gatewayv1.GroupName, "Gateway", "", ""
+	if p.Group != nil {
+		group = string(*p.Group)
+	}
+	if p.Kind != nil {
+		kind = string(*p.Kind)
+	}
+	if p.SectionName != nil {
+		section = string(*p.SectionName)
+	}
+	if p.Port != nil {
+		port = fmt.Sprint(*p.Port)
+	}
+	return strings.Join([]string{group, kind, gatewayName(p, routeNamespace), section, port}, "/")
+}
+
+// gatewayName is the <namespace>/<name> of the Gateway p refers to from a
+// route in routeNamespace.
+func gatewayName(p gatewayv1.ParentReference, routeNamespace string) string {
+	ns := routeNamespace
+	if p.Namespace != nil && *p.Namespace != "" {
+		ns = string(*p.Namespace)
+	}
+	return ns + "/" + string(p.Name)
+}
+
+// conditionID identifies a condition of a route, for once-per-change Events.
+func conditionID(route *gatewayv1.HTTPRoute, cond metav1.Condition) string {
+	return fmt.Sprintf("%s/%d/%s/%s/%s", route.UID, cond.ObservedGeneration, cond.Status, cond.Reason, cond.Message)
+}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -14,54 +11,128 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
-
-	"github.com/kube-sample/controller-manager/internal/controller"
 )
 
-// sync converges the Ingress or HTTPRoute of one Service key: it removes
-// what a Service no longer there controlled, parses the Service once, and
-// converges what its intent's target asks for.
+// sync converges the Ingress or HTTPRoute of one Service key, in three
+// parts: it gathers what the caches hold of the key (observe), removes what
+// a Service no longer there controlled (removeStale), then decides from the
+// Service's annotations which kind serves it (chooseTarget, which writes
+// nothing) and moves it there (syncIngress, syncRoute: see move), writing
+// its URL once the target serves.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KRef(key.Namespace, key.Name))
 	ctx = klog.NewContext(ctx, logger)
 
-	svc, err := cached[*corev1.Service](c.services, key)
+	o, err := c.observe(key)
 	if err != nil {
-		return fmt.Errorf("reading service %s from the cache: %w", key, err)
+		return err
 	}
-	ing, err := cached[*networkingv1.Ingress](c.ingresses, key)
-	if err != nil {
-		return fmt.Errorf("reading ingress %s from the cache: %w", key, err)
-	}
-	var route *gatewayv1.HTTPRoute
-	routes, answered := c.gateway.routeCache()
-	if routes != nil {
-		if route, err = cached[*gatewayv1.HTTPRoute](routes, key); err != nil {
-			return fmt.Errorf("reading httproute %s from the cache: %w", key, err)
-		}
-	}
-
 	// Every Event of this sync leaves by r. Only a sync that looked at
 	// everything the Service asks for may forget what earlier ones said.
 	r := &report{}
 	complete := false
 	defer func() {
-		if svc != nil {
-			c.notes.publish(svc, r, complete)
+		if o.svc != nil {
+			c.notes.publish(o.svc, r, complete)
 		}
 	}()
 
-	// An object controlled by a Service of this name that is not the
-	// current one (deleted, or deleted and recreated) is stale: remove it,
-	// so that the current Service (if any) gets a fresh one.
-	staleIng := ing != nil && isStale(ing, key.Name, svc)
-	staleRoute := route != nil && isStale(route, key.Name, svc)
-	if staleIng && !isBeingDeleted(ing) || staleRoute && !isBeingDeleted(route) {
+	if done, err := c.removeStale(ctx, key, &o, r); done {
+		return err
+	}
+	svc := o.svc
+	in := c.builder.Parse(svc)
+	if in.Target == TargetHTTPRoute && !o.answered {
+		// Whether the Gateway API is served is not known yet: the answer
+		// brings the Service back (gatewayAnswered).
+		return nil
+	}
+	complete = true
+	if in.Target == TargetNone {
+		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
+		var errs []error
+		if o.ing != nil && isControlledBy(o.ing, svc) {
+			errs = append(errs, c.ingress.delete(ctx, o.ing, why, r))
+		}
+		if o.route != nil && isControlledBy(o.route, svc) {
+			errs = append(errs, c.route.delete(ctx, o.route, why, r))
+		}
+		return errors.Join(append(errs, c.publishURL(ctx, svc, in, "", r))...)
+	}
+
+	target := chooseTarget(in, svc, o.ing, o.routesServed, r)
+	var served bool
+	if target == TargetHTTPRoute {
+		served, err = c.syncRoute(ctx, svc, in, o.ing, o.route, r)
+		if routesNotServed(err) {
+			// The HTTPRoute CRD is gone and discovery does not say so yet:
+			// the Service gets its Ingress now, and discovery is asked
+			// again at once (its answer drops the route cache and brings
+			// every Service on a Gateway to its Ingress).
+			klog.FromContext(ctx).Info("The API server does not serve HTTPRoutes; the Service gets an Ingress", "err", err)
+			c.gateway.askAgain()
+			target, o.route, err = TargetIngress, nil, nil
+			warnGatewayAPINotServed(r, in)
+		}
+	}
+	if target != TargetHTTPRoute {
+		served, err = c.syncIngress(ctx, svc, in, o.ing, o.route, r)
+	}
+	// The URL names the target once it serves what the annotations ask
+	// for; until then it is left as it is, across a move naming what the
+	// old object still serves.
+	if served && in.invalid(target) == nil {
+		if urlErr := c.publishURL(ctx, svc, in, in.URL, r); urlErr != nil {
+			return errors.Join(err, urlErr)
+		}
+	}
+	return err
+}
+
+// observed is what the caches hold of one Service key.
+type observed struct {
+	svc   *corev1.Service
+	ing   *networkingv1.Ingress
+	route *gatewayv1.HTTPRoute
+	// routesServed: HTTPRoutes are served and watched; answered: whether
+	// they are is known (see gatewayAPI.routeCache).
+	routesServed, answered bool
+}
+
+// observe reads the Service of key, and the Ingress and HTTPRoute of its
+// name, from the informers' caches.
+func (c *Controller) observe(key cache.ObjectName) (observed, error) {
+	var o observed
+	var err error
+	if o.svc, err = cached[*corev1.Service](c.services, key); err != nil {
+		return o, fmt.Errorf("reading service %s from the cache: %w", key, err)
+	}
+	if o.ing, err = cached[*networkingv1.Ingress](c.ingresses, key); err != nil {
+		return o, fmt.Errorf("reading ingress %s from the cache: %w", key, err)
+	}
+	routes, answered := c.gateway.routeCache()
+	o.routesServed, o.answered = routes != nil, answered
+	if routes != nil {
+		if o.route, err = cached[*gatewayv1.HTTPRoute](routes, key); err != nil {
+			return o, fmt.Errorf("reading httproute %s from the cache: %w", key, err)
+		}
+	}
+	return o, nil
+}
+
+// removeStale deletes an Ingress or HTTPRoute of key's name controlled by
+// a Service of that name that is not the current one (deleted, or deleted
+// and recreated), so that the current Service (if any) gets a fresh one.
+// done reports that the sync ends here: nothing more to do (no Service, or
+// one being deleted), or an error.
+func (c *Controller) removeStale(ctx context.Context, key cache.ObjectName, o *observed, r *report) (done bool, err error) {
+	svc := o.svc
+	staleIng := o.ing != nil && isStale(o.ing, key.Name, svc)
+	staleRoute := o.route != nil && isStale(o.route, key.Name, svc)
+	if staleIng && !isBeingDeleted(o.ing) || staleRoute && !isBeingDeleted(o.route) {
 		// Absent from the cache is not gone, and another UID in the cache
 		// is not the live one: a new leader's or a relisting informer's
 		// Service cache may be behind its Ingress cache, by one
@@ -69,26 +140,26 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		// garbage collector does.
 		live, err := c.liveService(ctx, key)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if behind := serviceCacheBehind(svc, live); behind != nil {
 			// Deciding on the cached Service would delete the live one's
 			// object and make one owned by a dead UID: nothing is written
 			// until the cache has the live Service (its events bring the
 			// key back; the error retries it meanwhile).
-			return behind
+			return true, behind
 		}
-		staleIng = staleIng && isStale(ing, key.Name, live)
-		staleRoute = staleRoute && isStale(route, key.Name, live)
+		staleIng = staleIng && isStale(o.ing, key.Name, live)
+		staleRoute = staleRoute && isStale(o.route, key.Name, live)
 	}
 	var errs []error
 	if staleIng {
-		errs = append(errs, c.ingress.delete(ctx, ing, "its Service no longer exists", r))
-		ing = nil
+		errs = append(errs, c.ingress.delete(ctx, o.ing, "its Service no longer exists", r))
+		o.ing = nil
 	}
 	if staleRoute {
-		errs = append(errs, c.route.delete(ctx, route, "its Service no longer exists", r))
-		route = nil
+		errs = append(errs, c.route.delete(ctx, o.route, "its Service no longer exists", r))
+		o.route = nil
 	}
 	if err := errors.Join(errs...); err != nil || svc == nil {
 		if svc == nil {
@@ -97,80 +168,50 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			c.ingress.forget(types.NamespacedName(key))
 			c.route.forget(types.NamespacedName(key))
 		}
-		return err
+		return true, err
 	}
 	// What a Service being deleted owns is the garbage collector's to
 	// delete (first, in a foreground deletion): recreating it meanwhile
 	// would fight the collector and hold the Service's deletion up.
-	if svc.DeletionTimestamp != nil {
-		return nil
-	}
+	return svc.DeletionTimestamp != nil, nil
+}
 
-	in := c.builder.Parse(svc)
-	if in.Target == TargetHTTPRoute && !answered {
-		// Whether the Gateway API is served is not known yet: the answer
-		// brings the Service back (gatewayAnswered).
-		return nil
+// chooseTarget decides which kind serves the Service, as its intent asks
+// unless the cluster or the Service forbids it, and tells why in r. It
+// writes nothing.
+//
+//   - A Service that asks for a Gateway keeps an Ingress while HTTPRoutes
+//     are not served.
+//   - It keeps an Ingress while its access control (on the Service's
+//     ingress/annotations, or the Ingress itself) is enforced only by the
+//     Ingress controller and not acknowledged as done on the Gateway side.
+func chooseTarget(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, routesServed bool, r *report) Target {
+	if in.Target != TargetHTTPRoute {
+		return in.Target
 	}
-	complete = true
-	if in.Target == TargetNone {
-		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
-		if ing != nil && isControlledBy(ing, svc) {
-			errs = append(errs, c.ingress.delete(ctx, ing, why, r))
-		}
-		if route != nil && isControlledBy(route, svc) {
-			errs = append(errs, c.route.delete(ctx, route, why, r))
-		}
-		return errors.Join(append(errs, c.publishURL(ctx, svc, in, "", r))...)
-	}
-	rendering := in.Target
-	if rendering == TargetHTTPRoute && routes == nil {
-		rendering = TargetIngress
+	if !routesServed {
 		warnGatewayAPINotServed(r, in)
+		return TargetIngress
 	}
-	if guarded, onIngress := guardedKeys(in, svc, ing); rendering == TargetHTTPRoute && len(guarded) > 0 && in.invalid(TargetHTTPRoute) == nil {
-		// An HTTPRoute would serve the Service without the access control
-		// only its Ingress controller enforces: keep (or go back to) the
-		// Ingress until the user says the Gateway side has it.
-		rendering = TargetIngress
-		where, remove := AnnotationAnnotations, AnnotationAnnotations
-		if len(onIngress) > 0 {
-			where = fmt.Sprintf("%s or Ingress %s itself", AnnotationAnnotations, ing.Name)
-			remove = fmt.Sprintf("%s or the Ingress", AnnotationAnnotations)
-		}
-		r.warn(ReasonAccessControlOnIngress, "", fmt.Sprintf(
-			"the Service asks for an HTTPRoute attached to Gateway %s, but %s restricts access with %s, which an HTTPRoute ignores; "+
-				"it stays on an Ingress so that it is not served without them. Enforce the equivalent on the Gateway side (%s), "+
-				"then list the keys in %s (or \"*\") or remove them from %s",
-			in.Gateway, where, describeKeys(guarded), insteadOf(guarded),
-			AnnotationGatewayAcknowledged, remove))
+	guarded, onIngress := guardedKeys(in, svc, ing)
+	if len(guarded) == 0 || in.invalid(TargetHTTPRoute) != nil {
+		return TargetHTTPRoute
 	}
-	var served bool
-	if rendering == TargetHTTPRoute {
-		served, err = c.syncRoute(ctx, svc, in, ing, route, r)
-		if routesNotServed(err) {
-			// The HTTPRoute CRD is gone and discovery does not say so yet:
-			// the Service gets its Ingress now, and discovery is asked
-			// again at once (its answer drops the route cache and brings
-			// every Service on a Gateway to its Ingress).
-			klog.FromContext(ctx).Info("The API server does not serve HTTPRoutes; the Service gets an Ingress", "err", err)
-			c.gateway.askAgain()
-			rendering, route, err = TargetIngress, nil, nil
-			warnGatewayAPINotServed(r, in)
-		}
+	// An HTTPRoute would serve the Service without the access control
+	// only its Ingress controller enforces: keep (or go back to) the
+	// Ingress until the user says the Gateway side has it.
+	where, remove := AnnotationAnnotations, AnnotationAnnotations
+	if len(onIngress) > 0 {
+		where = fmt.Sprintf("%s or Ingress %s itself", AnnotationAnnotations, ing.Name)
+		remove = fmt.Sprintf("%s or the Ingress", AnnotationAnnotations)
 	}
-	if rendering != TargetHTTPRoute {
-		served, err = c.syncIngress(ctx, svc, in, ing, route, r)
-	}
-	// The URL names the target once it serves what the annotations ask
-	// for; until then it is left as it is, across a move naming what the
-	// old object still serves.
-	if served && in.invalid(rendering) == nil {
-		if urlErr := c.publishURL(ctx, svc, in, in.URL, r); urlErr != nil {
-			return errors.Join(err, urlErr)
-		}
-	}
-	return err
+	r.warn(ReasonAccessControlOnIngress, "", fmt.Sprintf(
+		"the Service asks for an HTTPRoute attached to Gateway %s, but %s restricts access with %s, which an HTTPRoute ignores; "+
+			"it stays on an Ingress so that it is not served without them. Enforce the equivalent on the Gateway side (%s), "+
+			"then list the keys in %s (or \"*\") or remove them from %s",
+		in.Gateway, where, describeKeys(guarded), insteadOf(guarded),
+		AnnotationGatewayAcknowledged, remove))
+	return TargetIngress
 }
 
 // warnGatewayAPINotServed tells that the Service, which asks for a
@@ -182,30 +223,6 @@ func warnGatewayAPINotServed(r *report, in *Intent) {
 	}
 	r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
 		"the Service asks for an HTTPRoute attached to %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it keeps an Ingress until the Gateway API CRDs are installed", what))
-}
-
-// ingressEnd and routeEnd are the Service's Ingress and HTTPRoute as ends
-// of a move.
-func (c *Controller) ingressEnd(ing *networkingv1.Ingress) end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
-	return end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]{c.ingress, ing}
-}
-
-func (c *Controller) routeEnd(route *gatewayv1.HTTPRoute) end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
-	return end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]{c.route, route}
-}
-
-// syncIngress moves the Service onto its Ingress (see move). It reports
-// whether the Ingress serves it as its annotations ask.
-func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
-	to, from := c.ingressEnd(ing), c.routeEnd(route)
-	desired, err := in.Ingress()
-	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
-		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
-	}
-	if err != nil {
-		return false, fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
-	}
-	return move(ctx, c, svc, desired, to, from, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation", r)
 }
 
 // cached returns the object of key in an informer's cache, nil when there
@@ -280,165 +297,6 @@ func serviceCacheBehind(cached, live *corev1.Service) error {
 	}
 }
 
-// syncRoute moves the Service onto its HTTPRoute (see move), and its route
-// between Gateways (see parentsDuringMove). It reports whether the route
-// serves it as its annotations ask.
-func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
-	to, from := c.routeEnd(route), c.ingressEnd(ing)
-	desired, err := in.HTTPRoute()
-	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
-		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
-	}
-	if err != nil {
-		return false, fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
-	}
-	if ignored := in.IngressOnly; len(ignored) > 0 {
-		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
-			"%s %s only for an Ingress and %s ignored for HTTPRoute %s: the Gateway's listener decides the class and terminates TLS",
-			strings.Join(ignored, " and "), plural(len(ignored), "is", "are"), plural(len(ignored), "is", "are"), desired.Name))
-	}
-	if ignored := in.IngressOnlyAnnotations; len(ignored) > 0 {
-		r.warn(ReasonIgnoredForRoute, "", fmt.Sprintf(
-			"%s sets %s, read only by an Ingress controller and ignored on HTTPRoute %s; with the Gateway API, use instead: %s",
-			AnnotationAnnotations, describeKeys(ignored), desired.Name, insteadOf(ignored)))
-	}
-	if to.of(svc) {
-		warnRouteStatus(route, desired.Spec.ParentRefs[0], r)
-	}
-	settle := c.parentsDuringMove(ctx, svc, route, desired)
-	served, err := move(ctx, c, svc, desired, to, from, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`, r)
-	if err == nil && settle > 0 {
-		err = &controller.RequeueAfter{Delay: settle}
-	}
-	return served, err
-}
-
-// warnRouteStatus tells, by Warnings, what the Gateway of parent says of
-// route when it refuses it; whether the route serves is untilServes's alone
-// to say.
-func warnRouteStatus(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference, r *report) {
-	gw := gatewayName(parent, route.Namespace)
-	for _, st := range parentStatuses(route, parent) {
-		for _, cond := range st.Conditions {
-			switch {
-			case cond.Type == string(gatewayv1.RouteConditionAccepted) && cond.Status == metav1.ConditionFalse:
-				r.warn(ReasonHTTPRouteNotAccepted, conditionID(route, cond), fmt.Sprintf(
-					"Gateway %s (%s) does not accept HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
-			case cond.Type == string(gatewayv1.RouteConditionResolvedRefs) && cond.Status == metav1.ConditionFalse:
-				r.warn(ReasonHTTPRouteRefsNotResolved, conditionID(route, cond), fmt.Sprintf(
-					"Gateway %s (%s) cannot resolve the references of HTTPRoute %s: %s: %s", gw, st.ControllerName, route.Name, cond.Reason, cond.Message))
-			}
-		}
-	}
-}
-
-// maxParentRefs is the Gateway API's limit on an HTTPRoute's parentRefs.
-const maxParentRefs = 32
-
-// parentsDuringMove makes a move of the Service's route between Gateways
-// (or listeners, or ports of one: its ingress/gateway, ingress/listener or
-// the --ingress-gateway default changed) make-before-break: desired, the
-// route as the annotations ask, keeps the live route's other parents after
-// its own until its own serves it (untilServes) and went on serving for the
-// settle time; only then are they dropped. Until then the Gateways it
-// moves away from go on routing the Service. It returns how long the old
-// parents stay, 0 when there are none or they go now.
-func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service, live, desired *gatewayv1.HTTPRoute) time.Duration {
-	if live == nil || !isControlledBy(live, svc) || isBeingDeleted(live) {
-		return 0
-	}
-	want := parentKey(desired.Spec.ParentRefs[0], desired.Namespace)
-	var old []gatewayv1.ParentReference
-	for _, p := range live.Spec.ParentRefs {
-		if parentKey(p, live.Namespace) != want {
-			old = append(old, p)
-		}
-	}
-	if len(old) == 0 {
-		c.settling.resetParents(svc)
-		return 0
-	}
-	var settle time.Duration
-	if len(live.Spec.ParentRefs) > 0 && parentKey(live.Spec.ParentRefs[0], live.Namespace) == want && untilServes(live, c.gateway.lookup) == "" {
-		if settle = c.settling.remainingParents(svc, live.UID); settle == 0 {
-			klog.FromContext(ctx).Info("The route's Gateway serves it; dropping the Gateways it moved away from",
-				"gateway", gatewayName(desired.Spec.ParentRefs[0], desired.Namespace), "dropped", len(old))
-			return 0
-		}
-	} else {
-		c.settling.resetParents(svc)
-	}
-	for _, p := range old {
-		if len(desired.Spec.ParentRefs) < maxParentRefs && canShareRoute(desired.Spec.ParentRefs, p, desired.Namespace) {
-			desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, p)
-		}
-	}
-	return settle
-}
-
-// canShareRoute reports whether parent may join parents in one route's
-// spec.parentRefs: the Gateway API admits two references to the same
-// Gateway only when both name a listener (sectionName), each another. A
-// move between the whole of a Gateway and one of its listeners therefore
-// rewrites the parent in place, on the Gateway that serves both.
-func canShareRoute(parents []gatewayv1.ParentReference, parent gatewayv1.ParentReference, namespace string) bool {
-	for _, p := range parents {
-		if !isGatewayRef(p) || !isGatewayRef(parent) || gatewayName(p, namespace) != gatewayName(parent, namespace) {
-			continue
-		}
-		if p.SectionName == nil || parent.SectionName == nil || *p.SectionName == *parent.SectionName {
-			return false
-		}
-	}
-	return true
-}
-
-// parentStatuses returns the entries of route's status for parent (one per
-// Gateway controller that reports on it).
-func parentStatuses(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference) []gatewayv1.RouteParentStatus {
-	var out []gatewayv1.RouteParentStatus
-	want := parentKey(parent, route.Namespace)
-	for _, st := range route.Status.Parents {
-		if parentKey(st.ParentRef, route.Namespace) == want {
-			out = append(out, st)
-		}
-	}
-	return out
-}
-
-// parentKey spells out a parentRef with its defaults, for comparison.
-func parentKey(p gatewayv1.ParentReference, routeNamespace string) string {
-	group, kind, section, port := gatewayv1.GroupName, "Gateway", "", ""
-	if p.Group != nil {
-		group = string(*p.Group)
-	}
-	if p.Kind != nil {
-		kind = string(*p.Kind)
-	}
-	if p.SectionName != nil {
-		section = string(*p.SectionName)
-	}
-	if p.Port != nil {
-		port = fmt.Sprint(*p.Port)
-	}
-	return strings.Join([]string{group, kind, gatewayName(p, routeNamespace), section, port}, "/")
-}
-
-// gatewayName is the <namespace>/<name> of the Gateway p refers to from a
-// route in routeNamespace.
-func gatewayName(p gatewayv1.ParentReference, routeNamespace string) string {
-	ns := routeNamespace
-	if p.Namespace != nil && *p.Namespace != "" {
-		ns = string(*p.Namespace)
-	}
-	return ns + "/" + string(p.Name)
-}
-
-// conditionID identifies a condition of a route, for once-per-change Events.
-func conditionID(route *gatewayv1.HTTPRoute, cond metav1.Condition) string {
-	return fmt.Sprintf("%s/%d/%s/%s/%s", route.UID, cond.ObservedGeneration, cond.Status, cond.Reason, cond.Message)
-}
-
 // isStale reports whether obj is controlled by a Service named name that is
 // not svc (svc nil: no such Service).
 func isStale(obj metav1.Object, name string, svc *corev1.Service) bool {
@@ -455,82 +313,4 @@ func controllerOf(obj metav1.Object) string {
 		return fmt.Sprintf("controller %s %s", ref.Kind, ref.Name)
 	}
 	return "no controller"
-}
-
-// settling holds, per Service moving between Ingress and HTTPRoute (or its
-// route between Gateways), when the new object (or parent) was first seen
-// ready. The old one is retired only a settle time later: a Gateway
-// implementation marks a route Accepted (and an Ingress controller
-// publishes an address) when its control plane took the object, and its
-// data plane serves it a moment later. Kept in memory: after a restart the
-// settle time starts again, which only delays.
-type settling struct {
-	settle time.Duration
-	now    func() time.Time
-	mu     sync.Mutex
-	since  map[settleKey]readySince
-}
-
-// settleKey is one move of one Service: between kinds, or (parents) of its
-// route between Gateways.
-type settleKey struct {
-	svc     cache.ObjectName
-	parents bool
-}
-
-type readySince struct {
-	uid types.UID
-	at  time.Time
-}
-
-// remaining returns how much longer the old object of svc is kept, now that
-// the new object uid is ready.
-func (s *settling) remaining(svc *corev1.Service, uid types.UID) time.Duration {
-	return s.wait(settleKey{svc: cache.MetaObjectToName(svc)}, uid)
-}
-
-// remainingParents returns how much longer the Gateways the route uid of
-// svc moves away from stay its parents, now that the one it is for serves
-// it.
-func (s *settling) remainingParents(svc *corev1.Service, uid types.UID) time.Duration {
-	return s.wait(settleKey{svc: cache.MetaObjectToName(svc), parents: true}, uid)
-}
-
-func (s *settling) wait(key settleKey, uid types.UID) time.Duration {
-	if s.settle <= 0 {
-		return 0
-	}
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.since[key]
-	if !ok || r.uid != uid {
-		r = readySince{uid: uid, at: now}
-		s.since[key] = r
-	}
-	if left := s.settle - now.Sub(r.at); left > 0 {
-		return left
-	}
-	delete(s.since, key)
-	return 0
-}
-
-// reset forgets svc's ready time: the new object is not ready (any more).
-func (s *settling) reset(svc *corev1.Service) { s.drop(settleKey{svc: cache.MetaObjectToName(svc)}) }
-
-// resetParents forgets when the parent svc's route is for first served it.
-func (s *settling) resetParents(svc *corev1.Service) {
-	s.drop(settleKey{svc: cache.MetaObjectToName(svc), parents: true})
-}
-
-func (s *settling) drop(key settleKey) {
-	s.mu.Lock()
-	delete(s.since, key)
-	s.mu.Unlock()
-}
-
-// forget drops everything of the Service key (it is gone).
-func (s *settling) forget(key cache.ObjectName) {
-	s.drop(settleKey{svc: key})
-	s.drop(settleKey{svc: key, parents: true})
 }
