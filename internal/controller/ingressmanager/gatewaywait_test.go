@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -121,25 +122,7 @@ func TestGatewayAPIGoingAway(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	client := gatewayfake.NewClientset()
-	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: 10 * time.Millisecond,
-		handler: cache.ResourceEventHandlerFuncs{}, knownCh: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.run(ctx, func() { answers.Add(1) })
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-			t.Fatalf("%s: not within 10s", what)
-		}
-	}
+	g, waitFor := runGatewayAPI(t, disc, 10*time.Millisecond, &answers)
 	watched := func() bool {
 		routes, answered := g.routeCache()
 		return answered && routes != nil
@@ -185,25 +168,7 @@ func TestGatewayAPIAskedAgainAtOnce(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	client := gatewayfake.NewClientset()
-	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: time.Hour,
-		handler: cache.ResourceEventHandlerFuncs{}, knownCh: make(chan struct{}), askNow: make(chan struct{}, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.run(ctx, func() { answers.Add(1) })
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-			t.Fatalf("%s: not within 10s", what)
-		}
-	}
+	g, waitFor := runGatewayAPI(t, disc, time.Hour, &answers)
 	waitFor("HTTPRoutes watched", func() bool {
 		routes, answered := g.routeCache()
 		return answered && routes != nil && answers.Load() == 1
@@ -221,4 +186,29 @@ func TestGatewayAPIAskedAgainAtOnce(t *testing.T) {
 		routes, _ := g.routeCache()
 		return routes != nil && answers.Load() == 3
 	})
+}
+
+// runGatewayAPI runs a gatewayAPI on disc, asking every interval (and at
+// once when asked again), counting its answers, until the test ends; it
+// returns it and a wait for a condition on it.
+func runGatewayAPI(t *testing.T, disc discovery.DiscoveryInterface, interval time.Duration, answers *atomic.Int32) (*gatewayAPI, func(string, func() bool)) {
+	client := gatewayfake.NewClientset()
+	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: interval,
+		handler: cache.ResourceEventHandlerFuncs{}, knownCh: make(chan struct{}), askNow: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.run(ctx, func() { answers.Add(1) })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return g, func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
 }

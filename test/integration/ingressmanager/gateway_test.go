@@ -156,13 +156,15 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
 }
 
-// TestGatewayAPIRemovedWhileRunning: the HTTPRoute CRD removed while the
-// manager runs is noticed as its arrival is: a Service on a Gateway, whose
-// Ingress an earlier move deleted, gets an Ingress again without a restart,
-// and its route again once the CRD is back.
-func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
+// onGatewayThenRemovable starts a manager that asks discovery every
+// interval, moves Service web from its Ingress to a route served on Gateway
+// gw (no settle, no drain), and installs the Gateway API CRDs again when the
+// test ends: the later tests of the package need them, whatever the test
+// removed.
+func onGatewayThenRemovable(t *testing.T, interval time.Duration) *env {
+	t.Helper()
 	e := setup(t, func(o *app.Options) {
-		o.GatewayAPICheckInterval = 200 * time.Millisecond
+		o.GatewayAPICheckInterval = interval
 		o.IngressMoveSettle = 0
 		o.IngressMoveDNSDrain = 0
 	})
@@ -172,13 +174,20 @@ func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
 	e.waitRoute("web", "the route", nil)
 	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
 	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
-
-	// The later tests of the package need the Gateway API, whatever happens here.
 	t.Cleanup(func() {
 		if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
 			t.Errorf("installing the Gateway API CRDs again: %v", err)
 		}
 	})
+	return e
+}
+
+// TestGatewayAPIRemovedWhileRunning: the HTTPRoute CRD removed while the
+// manager runs is noticed as its arrival is: a Service on a Gateway, whose
+// Ingress an earlier move deleted, gets an Ingress again without a restart,
+// and its route again once the CRD is back.
+func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
+	e := onGatewayThenRemovable(t, 200*time.Millisecond)
 	// While the CRD terminates, the API server refuses to create routes
 	// with 403 Forbidden: no RBAC is missing.
 	e.M.ExpectForbidden()
@@ -206,23 +215,7 @@ func TestGatewayAPIRemovedWhileRunning(t *testing.T) {
 // requested resource") sends the Service to an Ingress at once, without
 // waiting for discovery's next check (an hour here).
 func TestGatewayAPIRemovedFoundByAWrite(t *testing.T) {
-	e := setup(t, func(o *app.Options) {
-		o.GatewayAPICheckInterval = time.Hour
-		o.IngressMoveSettle = 0
-		o.IngressMoveDNSDrain = 0
-	})
-	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx"}))
-	e.WaitIngress("web", "the Ingress", nil)
-	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
-	e.waitRoute("web", "the route", nil)
-	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
-	e.WaitNoIngress("web", "the Ingress deleted once the route is accepted")
-
-	t.Cleanup(func() {
-		if err := framework.InstallGatewayAPI(framework.AdminConfig()); err != nil {
-			t.Errorf("installing the Gateway API CRDs again: %v", err)
-		}
-	})
+	e := onGatewayThenRemovable(t, time.Hour)
 	e.M.ExpectForbidden() // the creates of routes while the CRD terminates
 	if err := framework.RemoveHTTPRoutes(context.Background(), framework.AdminConfig()); err != nil {
 		t.Fatal(err)
