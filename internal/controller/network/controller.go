@@ -853,19 +853,6 @@ func (c *Controller) projectChanged(obj *samplecrdv1.Network, cl *cloud) string 
 		bound, bound, bound)
 }
 
-// boundProject returns the project obj is bound to now (its status
-// records it at the next write): the manager's own cloud's, or the one
-// of the cloud that last acted for it; "" when not known.
-func (c *Controller) boundProject(obj *samplecrdv1.Network) string {
-	if obj.Spec.CloudCredentialsRef == nil {
-		return c.def.project()
-	}
-	if cl := c.clouds.boundTo(obj.UID); cl != nil {
-		return cl.project()
-	}
-	return ""
-}
-
 // leaveBehind releases cached, whose backend network no cloud can delete
 // or detach (why), and reports what is left where: a Warning Event, a log
 // line and the metric. Its tags stay: a manager that holds credentials for
@@ -933,9 +920,11 @@ func (c *Controller) setReady(ctx context.Context, cached *samplecrdv1.Network, 
 	setInStatus(&net.Status, got)
 	if net.Status.ProjectID == "" {
 		// Bound once, to the project it was first reconciled in (or,
-		// of before the binding, the one its network is in).
-		if net.Status.ProjectID = c.projectOf(cached); net.Status.ProjectID == "" {
-			net.Status.ProjectID = c.boundProject(cached)
+		// of before the binding, the one its network is in): the one of
+		// the cloud that acted for it, the manager's own for a Network
+		// without credentials of its own.
+		if net.Status.ProjectID = c.projectOf(cached); net.Status.ProjectID == "" && cached.Spec.CloudCredentialsRef == nil {
+			net.Status.ProjectID = c.def.project()
 		}
 	}
 	observed = observed && net.Status.ProjectID == cached.Status.ProjectID
