@@ -54,7 +54,7 @@ build: ## Build bin/controller-manager.
 .PHONY: image
 image: ## Build the container image IMG (default controller-manager:latest) with buildah, no Docker needed, into the OCI archive IMAGE_ARCHIVE.
 	@rm -rf $(BIN)/image && mkdir -p $(BIN)/image/linux_$(GOARCH)
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags="-s -w -buildid= $(LDFLAGS)" -o $(BIN)/image/linux_$(GOARCH)/controller-manager ./cmd/controller-manager
+	GO=$(GO) hack/build-binary.sh linux/$(GOARCH) $(BIN)/image/linux_$(GOARCH)/controller-manager
 	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/image/ca-certificates.crt
 	hack/build-image.sh -f Dockerfile -t $(IMG) -o $(IMAGE_ARCHIVE) --build-arg TARGETOS=linux --build-arg TARGETARCH=$(GOARCH) $(BIN)/image
 

@@ -87,8 +87,7 @@ binaries_and_image() {
   for p in "${PLATFORMS[@]}"; do
     os="${p%/*}" arch="${p#*/}"
     out="${work}/image/${os}_${arch}/controller-manager"
-    CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "-s -w -buildid= ${LDFLAGS}" \
-      -o "${out}" ./cmd/controller-manager
+    hack/build-binary.sh "${p}" "${out}"
     "${ROOT}/bin/cyclonedx-gomod" bin -json -noserial -notimestamp -version "${VERSION}" \
       -output "${DIST}/controller-manager-${VERSION}-${os}-${arch}.cdx.json" "${out}"
   done
