@@ -17,10 +17,11 @@
 #                                          (every Go module and its version)
 #   SHA256SUMS                             of all the above
 #
-# The same commit gives the same image bytes: binaries are built with
-# -trimpath and no build ID, stamped with the commit's date, and the image
-# with fixed timestamps (hack/build-image.sh); the SBOMs carry no serial
-# number or time. install.yaml and the chart are checked to install exactly
+# The same commit gives the same image bytes: binaries are built by go.mod's
+# toolchain with flags and settings that leave nothing of the machine in them
+# (hack/build-binary.sh), and the image holds the binary alone (its CA roots
+# are a Go module) with fixed timestamps (hack/build-image.sh); the SBOMs
+# carry no serial number or time. install.yaml and the chart are checked to install exactly
 # config/default's objects with the release's image (hack/chartdiff).
 #
 # With MANIFESTS_ONLY=1 it writes and checks install.yaml and the chart
@@ -82,7 +83,6 @@ binaries_and_image() {
   fi
   echo ">> release ${VERSION}: binaries" >&2
   mkdir -p "${work}/image"
-  cp /etc/ssl/certs/ca-certificates.crt "${work}/image/ca-certificates.crt"
   local p os arch out
   for p in "${PLATFORMS[@]}"; do
     os="${p%/*}" arch="${p#*/}"
