@@ -66,7 +66,7 @@ DIST       ?= $(CURDIR)/dist
 GO_TOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 
 .PHONY: release
-release: ## Write the release VERSION (make release VERSION=v0.1.0 [IMAGE_REPO=registry.example.com/controller-manager]) into dist/: the linux/amd64+arm64 image index (OCI archive), install.yaml, the packaged chart, an SBOM per architecture, SHA256SUMS (docs/install.md).
+release: ## Write the release VERSION (make release VERSION=v0.1.0 [IMAGE_REPO=registry.example.com/controller-manager]) into dist/: the linux/amd64+arm64 image index (OCI archive), install.yaml, the packaged chart, an SBOM per architecture, BUILDINFO, SHA256SUMS (docs/install.md).
 	GOTOOLCHAIN=$(GO_TOOLCHAIN) hack/build-tools.sh kubectl helm cyclonedx-gomod
 	IMAGE_REPO=$(IMAGE_REPO) DIST=$(DIST) hack/release.sh
 

@@ -49,6 +49,7 @@ func TestRelease(t *testing.T) {
 	makeRelease(t, cloneCheckout(t, root), env, "umask 002", second)
 
 	files := []string{
+		"BUILDINFO",
 		"SHA256SUMS",
 		"controller-manager-0.0.0-test.1.tgz",
 		"controller-manager-" + version + "-linux-amd64.cdx.json",
@@ -104,6 +105,17 @@ func TestRelease(t *testing.T) {
 
 	commit := strings.TrimSpace(run(t, root, "git", "rev-parse", "HEAD"))
 	toolchain := goModToolchain(t, root)
+	t.Run("BUILDINFO names the commit, the Go toolchain and the image builder", func(t *testing.T) {
+		buildah := strings.Fields(run(t, root, "buildah", "--version"))[2]
+		info := "\n" + string(read(t, first, "BUILDINFO"))
+		for _, want := range []string{"\ncommit: " + commit, "\ngo: " + toolchain + "\n", "\nbuildah: " + buildah + " ",
+			"\ntar: ", "\nhelm: helm.sh/helm/v4 v", "\nkubectl: k8s.io/kubernetes v", "\ncyclonedx-gomod: github.com/CycloneDX/cyclonedx-gomod v"} {
+			if !strings.Contains(info, want) {
+				t.Errorf("BUILDINFO does not say %q:%s", strings.TrimSpace(want), info)
+			}
+		}
+	})
+
 	layout := untar(t, read(t, first, "controller-manager-"+version+".oci.tar"))
 	t.Run("one image per architecture, each with its static binary", func(t *testing.T) {
 		var index struct {
