@@ -54,18 +54,20 @@ build: ## Build bin/controller-manager.
 .PHONY: image
 image: ## Build the container image IMG (default controller-manager:latest) with buildah, no Docker needed, into the OCI archive IMAGE_ARCHIVE.
 	@rm -rf $(BIN)/image && mkdir -p $(BIN)/image/linux_$(GOARCH)
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags="-s -w -buildid= $(LDFLAGS)" -o $(BIN)/image/linux_$(GOARCH)/controller-manager ./cmd/controller-manager
-	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/image/ca-certificates.crt
+	GO=$(GO) hack/build-binary.sh linux/$(GOARCH) $(BIN)/image/linux_$(GOARCH)/controller-manager
 	hack/build-image.sh -f Dockerfile -t $(IMG) -o $(IMAGE_ARCHIVE) --build-arg TARGETOS=linux --build-arg TARGETARCH=$(GOARCH) $(BIN)/image
 
 # The repository of the image `make release` builds, tagged VERSION, and
 # where it writes the release.
 IMAGE_REPO ?= controller-manager
 DIST       ?= $(CURDIR)/dist
+# The Go toolchain go.mod pins: a release's binaries are built with it
+# (hack/build-binary.sh), and so are the tools that write its other files.
+GO_TOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 
 .PHONY: release
-release: ## Write the release VERSION (make release VERSION=v0.1.0 [IMAGE_REPO=registry.example.com/controller-manager]) into dist/: the linux/amd64+arm64 image index (OCI archive), install.yaml, the packaged chart, an SBOM per architecture, SHA256SUMS (docs/install.md).
-	hack/build-tools.sh kubectl helm cyclonedx-gomod
+release: ## Write the release VERSION (make release VERSION=v0.1.0 [IMAGE_REPO=registry.example.com/controller-manager]) into dist/: the linux/amd64+arm64 image index (OCI archive), install.yaml, the packaged chart, an SBOM per architecture, BUILDINFO, SHA256SUMS (docs/install.md).
+	GOTOOLCHAIN=$(GO_TOOLCHAIN) hack/build-tools.sh kubectl helm cyclonedx-gomod
 	IMAGE_REPO=$(IMAGE_REPO) DIST=$(DIST) hack/release.sh
 
 .PHONY: deploy

@@ -2,6 +2,8 @@ module github.com/kube-sample/controller-manager
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/uuid v1.6.0
@@ -11,6 +13,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.yaml.in/yaml/v2 v2.4.4
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/sync v0.23.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.36.3

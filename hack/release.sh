@@ -15,20 +15,31 @@
 #                                          CycloneDX SBOM of each architecture's
 #                                          binary, the image's only software
 #                                          (every Go module and its version)
+#   BUILDINFO                              what built the release besides its
+#                                          commit: the commit, the Go toolchain,
+#                                          buildah, tar, and the tools' versions
 #   SHA256SUMS                             of all the above
 #
-# The same commit gives the same image bytes: binaries are built with
-# -trimpath and no build ID, stamped with the commit's date, and the image
-# with fixed timestamps (hack/build-image.sh); the SBOMs carry no serial
-# number or time. install.yaml and the chart are checked to install exactly
-# config/default's objects with the release's image (hack/chartdiff).
+# The same commit gives the same bytes, on any machine that has the pinned
+# buildah (docs/install.md#reproducing-a-release): the binaries are built by
+# go.mod's toolchain, whatever Go is installed, with flags and settings that
+# leave nothing of the machine in them (hack/build-binary.sh); the image
+# holds the binary alone (its CA roots are a Go module) with fixed
+# timestamps (hack/build-image.sh); the SBOMs carry no serial number or
+# time, the chart the commit's time. The image's bytes are buildah's, so the
+# release refuses any buildah but the pinned one (RELEASE_ANY_BUILDAH=1
+# builds with it anyway: an image other than that of a release of the same
+# commit built with the pinned one), and BUILDINFO says which it was.
+# install.yaml and the chart are checked to install exactly config/default's
+# objects with the release's image (hack/chartdiff).
 #
 # With MANIFESTS_ONLY=1 it writes and checks install.yaml and the chart
 # alone (no binaries, image, SBOMs or sums): `make verify` runs it so
 # (hack/verify-chart.sh), so that neither drifts from config/default
 # between releases.
 #
-# Usage: VERSION=v0.1.0 [IMAGE_REPO=controller-manager] [DIST=dist] [MANIFESTS_ONLY=1] hack/release.sh
+# Usage: VERSION=v0.1.0 [IMAGE_REPO=controller-manager] [DIST=dist] [MANIFESTS_ONLY=1]
+#        [RELEASE_ANY_BUILDAH=1] hack/release.sh
 # (`make release VERSION=v0.1.0` builds the tools it needs first.)
 set -euo pipefail
 
@@ -43,9 +54,30 @@ IMAGE_REPO="${IMAGE_REPO:-controller-manager}"
 DIST="${DIST:-${ROOT}/dist}"
 MANIFESTS_ONLY="${MANIFESTS_ONLY:-}"
 HELM="${HELM:-${ROOT}/bin/helm}"
+KUBECTL="${KUBECTL:-${ROOT}/bin/kubectl}"
 PLATFORMS=(linux/amd64 linux/arm64)
 image="${IMAGE_REPO}:${VERSION}"
 chart_version="${VERSION#v}"
+# The buildah a release's image is built with (Debian 12's): the image's
+# bytes are its own (its layer archives, and its version in each image's
+# configuration, the label io.buildah.version).
+BUILDAH_PINNED=1.28.2
+
+# Which buildah this is, checked before anything is written: installed from
+# Debian when missing, as hack/build-image.sh would.
+if [[ -z "${MANIFESTS_ONLY}" ]]; then
+  if ! command -v buildah >/dev/null; then
+    # shellcheck source=hack/lib/install.sh
+    source hack/lib/install.sh
+    install_packages release "${TMPDIR:-/tmp}/release-apt.log" buildah || die "buildah is needed to build the image"
+  fi
+  buildah_version="$(buildah --version | awk '{print $3}')"
+  if [[ "${buildah_version}" != "${BUILDAH_PINNED}" ]]; then
+    [[ -n "${RELEASE_ANY_BUILDAH:-}" ]] ||
+      die "buildah is ${buildah_version}, a release's image is built with ${BUILDAH_PINNED} (Debian 12's): with another its bytes are not the release's (RELEASE_ANY_BUILDAH=1 builds anyway; nothing was changed)"
+    echo "release: WARNING: buildah ${buildah_version}, not ${BUILDAH_PINNED}: the image is not the bytes of a release of this commit built with ${BUILDAH_PINNED} (BUILDINFO says which)" >&2
+  fi
+fi
 
 # The release replaces DIST: only a directory that is new, empty, or holds
 # what a release writes and nothing else (an earlier release), never one
@@ -58,7 +90,7 @@ if [[ -e "${DIST}" || -L "${DIST}" ]]; then
     name="${f##*/}"
     if [[ -f "${f}" && ! -L "${f}" ]]; then
       case "${name}" in
-        SHA256SUMS | install.yaml | controller-manager-*.tgz | controller-manager-*.oci.tar | controller-manager-*-linux-*.cdx.json) continue ;;
+        SHA256SUMS | BUILDINFO | install.yaml | controller-manager-*.tgz | controller-manager-*.oci.tar | controller-manager-*-linux-*.cdx.json) continue ;;
       esac
     fi
     others+=("${name}")
@@ -82,13 +114,11 @@ binaries_and_image() {
   fi
   echo ">> release ${VERSION}: binaries" >&2
   mkdir -p "${work}/image"
-  cp /etc/ssl/certs/ca-certificates.crt "${work}/image/ca-certificates.crt"
   local p os arch out
   for p in "${PLATFORMS[@]}"; do
     os="${p%/*}" arch="${p#*/}"
     out="${work}/image/${os}_${arch}/controller-manager"
-    CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -ldflags "-s -w -buildid= ${LDFLAGS}" \
-      -o "${out}" ./cmd/controller-manager
+    hack/build-binary.sh "${p}" "${out}"
     "${ROOT}/bin/cyclonedx-gomod" bin -json -noserial -notimestamp -version "${VERSION}" \
       -output "${DIST}/controller-manager-${VERSION}-${os}-${arch}.cdx.json" "${out}"
   done
@@ -123,6 +153,24 @@ go run ./hack/chartdiff -rendered "${DIST}/install.yaml" -image "${image}" >&2
 go run ./hack/chartdiff -rendered "${work}/chart.yaml" -image "${image}" >&2
 
 [[ -n "${MANIFESTS_ONLY}" ]] && exit 0
+
+# tool NAME BIN: the module and version BIN was built from, and the Go that
+# built it.
+tool() {
+  go version -m "$2" | awk -v name="$1" 'NR == 1 {go = $2} $1 == "mod" {mod = $2 " " $3} END {print name ": " mod ", built with " go}'
+}
+commit="$(git rev-parse HEAD)"
+[[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] || commit+=" with uncommitted changes"
+{
+  echo "# What built this release besides the files of its commit (docs/install.md#reproducing-a-release)."
+  echo "commit: ${commit}"
+  echo "go: $(for p in "${PLATFORMS[@]}"; do go version "${work}/image/${p/\//_}/controller-manager" | awk '{print $2}'; done | sort -u | paste -sd ' ')"
+  echo "buildah: ${buildah_version} ($(dpkg-query -W -f='Debian ${Version}' buildah 2>/dev/null || echo 'not from Debian'))"
+  echo "tar: $(tar --version | head -1)"
+  tool helm "${HELM}"
+  tool kubectl "${KUBECTL}"
+  tool cyclonedx-gomod "${ROOT}/bin/cyclonedx-gomod"
+} > "${DIST}/BUILDINFO"
 (cd "${DIST}" && sha256sum -- * > SHA256SUMS)
 echo ">> release ${VERSION} in ${DIST}:" >&2
 (cd "${DIST}" && ls -l) >&2

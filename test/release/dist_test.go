@@ -23,7 +23,7 @@ func TestReleaseRefusesADistItDidNotWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	earlier := []string{"SHA256SUMS", "install.yaml", "controller-manager-0.0.0-old.1.tgz", "controller-manager-v0.0.0-old.1.oci.tar",
+	earlier := []string{"SHA256SUMS", "BUILDINFO", "install.yaml", "controller-manager-0.0.0-old.1.tgz", "controller-manager-v0.0.0-old.1.oci.tar",
 		"controller-manager-v0.0.0-old.1-linux-amd64.cdx.json"}
 	for _, tc := range []struct {
 		name    string

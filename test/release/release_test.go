@@ -1,6 +1,6 @@
 // Package release tests `make release`: what it writes, that the images
 // are what each architecture runs, and that the same commit gives the same
-// bytes twice.
+// bytes twice, the second time as on another machine.
 package release
 
 import (
@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,15 +36,20 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, second := t.TempDir(), t.TempDir()
-	for _, dist := range []string{first, second} {
-		cmd := exec.Command("make", "release", "VERSION="+version, "DIST="+dist)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("make release VERSION=%s DIST=%s: %v\n%s", version, dist, err, out)
+	makeRelease(t, root, os.Environ(), "", first)
+	// The second as on another machine: in a clone of the commit elsewhere
+	// (a .git directory, tools built into its own bin/), under another
+	// umask, without this machine's GOFLAGS=-buildvcs=false.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOFLAGS=") {
+			env = append(env, kv)
 		}
 	}
+	makeRelease(t, cloneCheckout(t, root), env, "umask 002", second)
 
 	files := []string{
+		"BUILDINFO",
 		"SHA256SUMS",
 		"controller-manager-0.0.0-test.1.tgz",
 		"controller-manager-" + version + "-linux-amd64.cdx.json",
@@ -60,14 +66,20 @@ func TestRelease(t *testing.T) {
 		got = append(got, e.Name())
 	}
 	if !slices.Equal(got, files) {
-		t.Fatalf("make release wrote %q, want %q", got, files)
+		t.Errorf("make release wrote %q, want %q", got, files)
 	}
 
 	t.Run("the same commit gives the same bytes", func(t *testing.T) {
 		for _, f := range files {
-			a, b := read(t, first, f), read(t, second, f)
+			a, errA := os.ReadFile(filepath.Join(first, f))
+			b, errB := os.ReadFile(filepath.Join(second, f))
+			if errA != nil || errB != nil {
+				t.Errorf("%s: %v, %v", f, errA, errB)
+				continue
+			}
 			if !bytes.Equal(a, b) {
-				t.Errorf("%s differs between two runs of make release on the same commit (sha256 %s and %s)", f, sum(a), sum(b))
+				t.Errorf("%s differs between make release here and in a clone of the same commit under another umask and GOFLAGS (sha256 %s and %s)%s",
+					f, sum(a), sum(b), layoutDiff(t, f, a, b))
 			}
 		}
 	})
@@ -81,7 +93,10 @@ func TestRelease(t *testing.T) {
 			}
 			sums[name] = digest
 		}
-		for _, f := range files[1:] {
+		for _, f := range files {
+			if f == "SHA256SUMS" {
+				continue
+			}
 			if want, got := sums[f], sum(read(t, first, f)); want != got {
 				t.Errorf("SHA256SUMS gives %s %q, the file's is %q", f, want, got)
 			}
@@ -89,6 +104,18 @@ func TestRelease(t *testing.T) {
 	})
 
 	commit := strings.TrimSpace(run(t, root, "git", "rev-parse", "HEAD"))
+	toolchain := goModToolchain(t, root)
+	t.Run("BUILDINFO names the commit, the Go toolchain and the image builder", func(t *testing.T) {
+		buildah := strings.Fields(run(t, root, "buildah", "--version"))[2]
+		info := "\n" + string(read(t, first, "BUILDINFO"))
+		for _, want := range []string{"\ncommit: " + commit, "\ngo: " + toolchain + "\n", "\nbuildah: " + buildah + " ",
+			"\ntar: ", "\nhelm: helm.sh/helm/v4 v", "\nkubectl: k8s.io/kubernetes v", "\ncyclonedx-gomod: github.com/CycloneDX/cyclonedx-gomod v"} {
+			if !strings.Contains(info, want) {
+				t.Errorf("BUILDINFO does not say %q:%s", strings.TrimSpace(want), info)
+			}
+		}
+	})
+
 	layout := untar(t, read(t, first, "controller-manager-"+version+".oci.tar"))
 	t.Run("one image per architecture, each with its static binary", func(t *testing.T) {
 		var index struct {
@@ -125,6 +152,9 @@ func TestRelease(t *testing.T) {
 		machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 		for _, m := range images.Manifests {
 			arch := m.Platform.Architecture
+			if names := slices.Sorted(maps.Keys(imageFiles(t, layout, m.Digest))); !slices.Equal(names, []string{"controller-manager"}) {
+				t.Errorf("%s: the image holds %q, want the binary alone (nothing of the build machine's)", arch, names)
+			}
 			bin := binaryOf(t, layout, m.Digest)
 			f, err := elf.NewFile(bytes.NewReader(bin))
 			if err != nil {
@@ -158,7 +188,7 @@ func TestRelease(t *testing.T) {
 				out = run(t, root, emulator(t, root, arch), exe, "--version")
 			}
 			for _, want := range []string{"controller-manager " + version, "commit:     " + commit, "build date: 20",
-				runtime.Version() + " linux/" + arch} {
+				toolchain + " linux/" + arch} {
 				if !strings.Contains(out, want) {
 					t.Errorf("%s: --version printed %q, want it to say %q", arch, out, want)
 				}
@@ -231,6 +261,63 @@ func TestRelease(t *testing.T) {
 			}
 		}
 	})
+}
+
+// makeRelease runs make release VERSION=version DIST=dist in the checkout
+// dir with env, after the shell command before (if any).
+func makeRelease(t *testing.T, dir string, env []string, before, dist string) {
+	t.Helper()
+	script := `exec make release VERSION="$1" DIST="$2"`
+	if before != "" {
+		script = before + " && " + script
+	}
+	cmd := exec.Command("bash", "-c", script, "-", version, dist)
+	cmd.Dir = dir
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s in %s: %v\n%s", script, dir, err, out)
+	}
+}
+
+// layoutDiff names the files of two OCI archives that differ, and the
+// entries of their layers, when name is the release's image archive.
+func layoutDiff(t *testing.T, name string, a, b []byte) string {
+	t.Helper()
+	if !strings.HasSuffix(name, ".oci.tar") {
+		return ""
+	}
+	la, lb := untar(t, a), untar(t, b)
+	names := slices.Sorted(maps.Keys(la))
+	for n := range lb {
+		if _, ok := la[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	var out []string
+	for _, n := range names {
+		if !bytes.Equal(la[n], lb[n]) {
+			out = append(out, n+": "+layerEntries(la[n])+" | "+layerEntries(lb[n]))
+		}
+	}
+	return "\n" + strings.Join(out, "\n")
+}
+
+// layerEntries lists a gzipped layer's entries with their modes, owners
+// and times; "" for another blob.
+func layerEntries(b []byte) string {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return ""
+	}
+	tr := tar.NewReader(zr)
+	var out []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return strings.Join(out, ", ")
+		}
+		out = append(out, h.Name+" "+h.FileInfo().Mode().String()+" "+h.Uname+"/"+h.Gname+" "+h.ModTime.UTC().Format("2006-01-02"))
+	}
 }
 
 // emulator is the qemu-user-static binary that runs arch's binaries here.
@@ -363,6 +450,18 @@ func manifestOf(t *testing.T, layout map[string][]byte, arch string) string {
 // binaryOf is /controller-manager of the image whose manifest is digest.
 func binaryOf(t *testing.T, layout map[string][]byte, digest string) []byte {
 	t.Helper()
+	bin, ok := imageFiles(t, layout, digest)["controller-manager"]
+	if !ok {
+		t.Fatalf("image %s has no /controller-manager", digest)
+	}
+	return bin
+}
+
+// imageFiles is the regular files of the image whose manifest is digest,
+// by path.
+func imageFiles(t *testing.T, layout map[string][]byte, digest string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
 	var manifest struct {
 		Layers []struct {
 			MediaType string `json:"mediaType"`
@@ -381,10 +480,7 @@ func binaryOf(t *testing.T, layout map[string][]byte, digest string) []byte {
 				t.Fatal(err)
 			}
 		}
-		if bin, ok := untar(t, b)["controller-manager"]; ok {
-			return bin
-		}
+		maps.Copy(files, untar(t, b))
 	}
-	t.Fatalf("image %s has no /controller-manager", digest)
-	return nil
+	return files
 }
