@@ -40,7 +40,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target> [ARGS=\"--flag ...\"]\n\nTargets:\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned kube-apiserver, etcd, controller-gen, traefik, helm and external-dns into bin/ (minutes the first time, cached after).
+tools: ## Build the pinned kube-apiserver, etcd, controller-gen, traefik, helm, external-dns, promtool and prometheus into bin/ (minutes the first time, cached after).
 	hack/build-tools.sh
 
 .PHONY: kubectl
