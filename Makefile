@@ -126,8 +126,8 @@ verify: ## Check formatting, vet, generated code, generated docs, the Helm chart
 	GO=$(GO) hack/verify-chart.sh
 
 .PHONY: chart-crds
-chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make manifests); make verify fails while they differ.
-	$(GO) run ./hack/chartdiff -write-crds charts/controller-manager/crds
+chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make manifests) and its files/alerts.yaml from config/prometheus; make verify fails while they differ.
+	$(GO) run ./hack/chartdiff -write-crds charts/controller-manager/crds -write-rules charts/controller-manager/files/alerts.yaml
 
 .PHONY: test
 test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.
