@@ -113,7 +113,7 @@ generate: ## Regenerate clientset, listers, informers, deepcopy, the CRD, the Cl
 	$(GO) run ./hack/schemagen
 
 .PHONY: docs
-docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC) and docs/benchmarks.md (from bench-results/) with hack/docgen.
+docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC, chart values), docs/benchmarks.md (from bench-results/) and the alerts of docs/operations.md (from config/prometheus) with hack/docgen.
 	$(GO) run ./hack/docgen
 
 .PHONY: verify
