@@ -40,7 +40,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target> [ARGS=\"--flag ...\"]\n\nTargets:\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned kube-apiserver, etcd, controller-gen, traefik, helm and external-dns into bin/ (minutes the first time, cached after).
+tools: ## Build the pinned kube-apiserver, etcd, controller-gen, traefik, helm, external-dns, promtool and prometheus into bin/ (minutes the first time, cached after).
 	hack/build-tools.sh
 
 .PHONY: kubectl
@@ -115,7 +115,7 @@ generate: ## Regenerate clientset, listers, informers, deepcopy, the CRD, the Cl
 	$(GO) run ./hack/schemagen
 
 .PHONY: docs
-docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC) and docs/benchmarks.md (from bench-results/) with hack/docgen.
+docs: ## Regenerate docs/reference (flags, annotations, reasons, RBAC, chart values), docs/benchmarks.md (from bench-results/) and the alerts of docs/operations.md (from config/prometheus) with hack/docgen.
 	$(GO) run ./hack/docgen
 
 .PHONY: verify
@@ -128,8 +128,8 @@ verify: ## Check formatting, vet, generated code, generated docs, the Helm chart
 	GO=$(GO) hack/verify-chart.sh
 
 .PHONY: chart-crds
-chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make manifests); make verify fails while they differ.
-	$(GO) run ./hack/chartdiff -write-crds charts/controller-manager/crds
+chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make manifests) and its files/alerts.yaml from config/prometheus; make verify fails while they differ.
+	$(GO) run ./hack/chartdiff -write-crds charts/controller-manager/crds -write-rules charts/controller-manager/files/alerts.yaml
 
 .PHONY: test
 test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.

@@ -24,14 +24,22 @@
 # module proxy as golang.org/toolchain):
 #   bin/external-dns     sigs.k8s.io/external-dns, which the DNS cut-over test
 #                        (test/integration/dns) runs against the test API server
+# and of hack/tools/prometheus/go.mod (a module of its own: Prometheus's
+# dependencies move at their own pace), both in one `go build` whichever is
+# asked for, so that the packages they share compile once:
+#   bin/promtool         github.com/prometheus/prometheus/cmd/promtool, which
+#                        checks and unit-tests the shipped alert rules
+#                        (config/prometheus, test/alerts)
+#   bin/prometheus       github.com/prometheus/prometheus/cmd/prometheus, for
+#                        tests that load those rules against a running manager
 # and of hack/tools/sbom/go.mod (only when asked for):
 #   bin/cyclonedx-gomod  github.com/CycloneDX/cyclonedx-gomod, which writes the
 #                        SBOM of each release binary (hack/release.sh)
 # A binary is rebuilt only when the Go version or a module version of its
 # tools module changed since it was built (bin/.<name>.<hash> records it).
 #
-# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|helm|external-dns|kubectl|cyclonedx-gomod|node ...]
-#        (default: kube-apiserver, etcd, controller-gen, traefik, helm, external-dns)
+# Usage: hack/build-tools.sh [kube-apiserver|etcd|controller-gen|traefik|helm|external-dns|promtool|prometheus|kubectl|cyclonedx-gomod|node ...]
+#        (default: kube-apiserver, etcd, controller-gen, traefik, helm, external-dns, promtool, prometheus)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -96,11 +104,44 @@ kube_binaries() {
   rm -rf "${tmp}"
 }
 
+# prometheus_binaries builds bin/promtool and bin/prometheus, those not yet
+# built, in one `go build`: most of promtool's packages are the server's.
+# Without the service discovery of the clouds (AWS, Azure, GCE, ...), which
+# nothing here uses and which is most of the build; Kubernetes' stays, for a
+# Prometheus scraping a cluster's Pods.
+prometheus_binaries() {
+  local pdir="${TOOLS}/prometheus" psum n names=() pkgs=()
+  psum="$(modsum "${pdir}")"
+  for n in promtool prometheus; do
+    if [[ ! -x "${BIN}/${n}" || ! -f "${BIN}/.${n}.${psum}" ]]; then
+      names+=("${n}")
+      pkgs+=("github.com/prometheus/prometheus/cmd/${n}")
+    fi
+  done
+  [[ ${#names[@]} -eq 0 ]] && return 0
+  # Stamped like Prometheus's release build (.promu.yml), so `promtool
+  # --version` names the pinned release (module v0.316.0 is Prometheus 3.16.0).
+  local pv
+  pv="$(cd "${pdir}" && cat "$(go list -m -f '{{.Dir}}' github.com/prometheus/prometheus)/VERSION")"
+  echo ">> building ${names[*]} (Prometheus ${pv}) into bin/ (first build takes minutes; cached afterwards)" >&2
+  local tmp="${BIN}/.build.$$"
+  rm -rf "${tmp}" && mkdir -p "${tmp}"
+  (cd "${pdir}" && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=${pv} -X github.com/prometheus/common/version.Revision=${pv} -X github.com/prometheus/common/version.Branch=HEAD" \
+    -o "${tmp}/" "${pkgs[@]}")
+  for n in "${names[@]}"; do
+    mv "${tmp}/${n}" "${BIN}/${n}"
+    rm -f "${BIN}/.${n}."*
+    touch "${BIN}/.${n}.${psum}"
+  done
+  rm -rf "${tmp}"
+}
+
 # The binaries of the one-node cluster of hack/node-up.sh (make test-e2e).
 node_binaries=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik helm external-dns)
+[[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik helm external-dns promtool prometheus)
 for t in "${targets[@]}"; do
   case "${t}" in
     kube-apiserver|kubectl) kube_binaries "${t}" ;;
@@ -144,6 +185,7 @@ for t in "${targets[@]}"; do
           "${edir}" "${esum}"
       )
       ;;
+    promtool|prometheus) prometheus_binaries ;;
     cyclonedx-gomod)
       sdir="${TOOLS}/sbom"
       build cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod "" \

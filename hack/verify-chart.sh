@@ -3,8 +3,10 @@
 # drifted from config/default: `helm lint --strict`, `helm template` with
 # default values and with every optional value set, and hack/chartdiff,
 # which compares the default rendering with config/default rendered by
-# kustomize, object by object, up to the labels Helm adds; then the same
-# for what a release ships, install.yaml and the packaged chart, written by
+# kustomize, object by object, up to the labels Helm adds, and the chart
+# with its monitoring values on (ServiceMonitor, PrometheusRule) with
+# config/default plus the config/prometheus Component; then the same for
+# what a release ships, install.yaml and the packaged chart, written by
 # hack/release.sh with MANIFESTS_ONLY=1 (no image). Never modifies the
 # tree. Builds bin/helm and bin/kubectl when missing (hack/build-tools.sh).
 set -euo pipefail
@@ -32,21 +34,42 @@ all_values=(
   --set-json 'ingressManager.hostTemplate="{{.Name}}.{{.Namespace}}.apps.example.com"'
   --set ingressManager.class=traefik --set ingressManager.gateway=gateway-system/public
   --set metrics.port=9443 --set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.interval=30s
+  --set metrics.prometheusRule.enabled=true --set metrics.prometheusRule.labels.role=alert-rules
   --set logging.format=json --set logging.verbosity=2 --set-json 'extraArgs=["--resync-period=5m"]'
   --set-json 'tolerations=[{"key":"node-role.kubernetes.io/control-plane","effect":"NoSchedule"}]'
   --set nodeSelector.role=infra --set podAnnotations.team=a
 )
 "${HELM}" lint --strict "${CHART}" --namespace "${NAMESPACE}" "${all_values[@]}"
-"${HELM}" template "${RELEASE}" "${CHART}" --namespace "${NAMESPACE}" --api-versions monitoring.coreos.com/v1 \
+# What a cluster running the Prometheus Operator serves (helm lists each
+# group/version, and each group/version/kind).
+monitoring=(--api-versions monitoring.coreos.com/v1 --api-versions monitoring.coreos.com/v1/ServiceMonitor
+  --api-versions monitoring.coreos.com/v1/PrometheusRule)
+"${HELM}" template "${RELEASE}" "${CHART}" --namespace "${NAMESPACE}" "${monitoring[@]}" \
   "${all_values[@]}" > "${TMP}/all-values.yaml"
-grep -q '^kind: ServiceMonitor$' "${TMP}/all-values.yaml" || {
-  echo "verify-chart: FAILED: metrics.serviceMonitor.enabled renders no ServiceMonitor on a cluster serving monitoring.coreos.com/v1" >&2
+for kind in ServiceMonitor PrometheusRule; do
+  grep -q "^kind: ${kind}$" "${TMP}/all-values.yaml" || {
+    echo "verify-chart: FAILED: metrics.serviceMonitor.enabled and metrics.prometheusRule.enabled render no ${kind} on a cluster serving monitoring.coreos.com/v1" >&2
+    exit 1
+  }
+done
+# Without the Prometheus Operator's API, neither is rendered (the install
+# would fail on an unknown kind).
+"${HELM}" template "${RELEASE}" "${CHART}" --namespace "${NAMESPACE}" "${all_values[@]}" > "${TMP}/no-monitoring.yaml"
+if grep -qE '^kind: (ServiceMonitor|PrometheusRule)$' "${TMP}/no-monitoring.yaml"; then
+  echo "verify-chart: FAILED: a ServiceMonitor or PrometheusRule is rendered for a cluster that does not serve monitoring.coreos.com/v1" >&2
   exit 1
-}
+fi
 
 "${HELM}" template "${RELEASE}" "${CHART}" --namespace "${NAMESPACE}" --include-crds > "${TMP}/default.yaml"
 if ! "${GO:-go}" run ./hack/chartdiff -rendered "${TMP}/default.yaml"; then
   echo "verify-chart: FAILED: ${CHART} with default values must install what config/default installs (differences above)." >&2
+  exit 1
+fi
+# The monitoring objects, the alert rules included, are config/prometheus's.
+"${HELM}" template "${RELEASE}" "${CHART}" --namespace "${NAMESPACE}" --include-crds "${monitoring[@]}" \
+  --set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true > "${TMP}/monitoring.yaml"
+if ! "${GO:-go}" run ./hack/chartdiff -rendered "${TMP}/monitoring.yaml" -components config/prometheus; then
+  echo "verify-chart: FAILED: ${CHART} with metrics.serviceMonitor.enabled and metrics.prometheusRule.enabled must install what config/default with config/prometheus installs (differences above; \`make chart-crds\` rewrites the chart's files/alerts.yaml)." >&2
   exit 1
 fi
 

@@ -46,6 +46,19 @@ func TestCompare(t *testing.T) {
 		chart:     []*unstructured.Unstructured{obj("Deployment", "d", nil, map[string]any{"replicas": int64(3)})},
 		want:      []string{`+  "replicas": 3`},
 	}, {
+		name: "a ServiceMonitor's selector may add the release's label",
+		kustomize: []*unstructured.Unstructured{obj("ServiceMonitor", "sm", nil, map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/part-of": "cm"}}})},
+		chart: []*unstructured.Unstructured{obj("ServiceMonitor", "sm", nil, map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/part-of": "cm", "app.kubernetes.io/instance": "cm"}}})},
+	}, {
+		name: "any other label of a ServiceMonitor's selector differs",
+		kustomize: []*unstructured.Unstructured{obj("ServiceMonitor", "sm", nil, map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/part-of": "cm"}}})},
+		chart: []*unstructured.Unstructured{obj("ServiceMonitor", "sm", nil, map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/part-of": "cm", "team": "a"}}})},
+		want: []string{`ServiceMonitor.apps ns/sm differs`},
+	}, {
 		name:      "an object only one side has",
 		kustomize: []*unstructured.Unstructured{obj("Deployment", "a", nil, nil)},
 		chart:     []*unstructured.Unstructured{obj("StatefulSet", "a", nil, nil)},

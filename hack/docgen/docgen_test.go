@@ -99,3 +99,24 @@ func TestIngressGuideNamesEveryAnnotation(t *testing.T) {
 		}
 	}
 }
+
+func TestUntemplate(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{in: "Keystone refuses {{ $value }} Networks in namespace {{ $labels.network_namespace }}.",
+			want: "Keystone refuses <value> Networks in namespace <network_namespace>."},
+		{in: "{{ $value }} Networks not Ready{{ with $labels.reason }}, reason {{ . }}{{ end }}.",
+			want: "<value> Networks not Ready, reason <reason>."},
+		{in: `Ready={{ if eq $labels.reason "" }}Unknown{{ end }}`, err: "a template action other than"},
+	} {
+		got, err := untemplate(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("untemplate(%q) = %q, %v; want an error saying %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("untemplate(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}

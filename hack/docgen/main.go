@@ -1,8 +1,10 @@
 // Command docgen writes the generated pages of docs/ from their sources:
 // the flag reference from the manager's own flag sets, the annotation and
 // reason references from the constants (and doc comments) in the code, the
-// RBAC reference from config/default as kustomize renders it, and the
-// benchmark page (tables and SVG charts) from bench-results/.
+// RBAC reference from config/default as kustomize renders it, the
+// benchmark page (tables and SVG charts) from bench-results/, and the alert
+// table and runbooks of docs/operations.md (between its BEGIN alerts and
+// END alerts lines) from the rules of config/prometheus.
 //
 // Usage: go run ./hack/docgen [-verify]
 //
@@ -64,7 +66,7 @@ func main() {
 func generate(root string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, g := range []func(root string, files map[string][]byte) error{
-		flagReference, annotationReference, reasonReference, rbacReference, chartValues, benchmarks,
+		flagReference, annotationReference, reasonReference, rbacReference, chartValues, benchmarks, alertTable,
 	} {
 		if err := g(root, files); err != nil {
 			return nil, err

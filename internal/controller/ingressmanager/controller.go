@@ -111,6 +111,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	// they may still own are seen once the answer brings their owners back
 	// (gatewayAnswered). Readiness waits for the answer.
 	c.ReadyAfter(c.gateway)
+	c.Background = c.reportMoves
 	return c, nil
 }
 

@@ -217,6 +217,7 @@ func New(ctx context.Context, cctx *controller.Context, opts Options) (*Controll
 		return nil, err
 	}
 	c.Background = func(ctx context.Context) {
+		defer c.report()()
 		c.clouds.run(ctx)
 		c.scanLoop(ctx, c.def)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
@@ -624,4 +625,92 @@ func TestHangingCloudLeavesWorkersToOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(ctx, t, client, "own", "own", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+}
+
+// What the alerts on tenant clouds read: controller_network_cloud_up is 0
+// for a cloud entry whose credentials Keystone refuses, in the namespace of
+// its Secret, and 1 for one that answers; controller_networks counts the
+// Networks of each namespace by Ready reason. Both go once the controller
+// stops (a standby reports neither). The namespaces are this test's own.
+func TestTenantCloudAndReadyMetrics(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ref := &samplecrdv1.CloudCredentialsRef{SecretName: "creds", CloudName: "openstack"}
+	sec := newSecrets()
+	sec.set("metrics-refused", "creds", cloudsYAML("openstack", "refused-metrics"))
+	sec.set("metrics-good", "creds", cloudsYAML("openstack", "pm-good"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+	client := fake.NewClientset(
+		credNetwork("metrics-refused", "a", "u-mr-a", "10.4.0.0/24", ref),
+		credNetwork("metrics-refused", "b", "u-mr-b", "10.4.1.0/24", ref),
+		credNetwork("metrics-good", "c", "u-mg-c", "10.5.0.0/24", ref),
+	)
+	const backend = "tenant-metrics-test"
+	opts := network.Options{Backend: memory.New(), BackendName: backend, DownRetry: 10 * time.Millisecond, DownRetryMax: 50 * time.Millisecond,
+		Credentials: fakeClouds.credentials(sec.get, time.Minute)}
+	done := runControllerWith(ctx, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), opts)
+	waitCondition(ctx, t, client, "metrics-good", "c", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	waitCondition(ctx, t, client, "metrics-refused", "a", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+	waitCondition(ctx, t, client, "metrics-refused", "b", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
+
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"controller_network_cloud_up", map[string]string{"backend": backend, "network_namespace": "metrics-refused"}, 0},
+		{"controller_network_cloud_up", map[string]string{"backend": backend, "network_namespace": "metrics-good"}, 1},
+		{"controller_networks", map[string]string{"network_namespace": "metrics-refused", "ready": "False", "reason": samplecrdv1.ReasonCredentialsRefused}, 2},
+		{"controller_networks", map[string]string{"network_namespace": "metrics-good", "ready": "True", "reason": samplecrdv1.ReasonProvisioned}, 1},
+	} {
+		var got float64
+		var present bool
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			got, present = metricWith(t, want.name, want.labels)
+			return present && got == want.value, nil
+		}); err != nil {
+			t.Errorf("%s%v = %v (present: %v), want %v", want.name, want.labels, got, present, want.value)
+		}
+	}
+	if _, present := metricWith(t, "controller_network_cloud_up", map[string]string{"backend": backend, "cloud": ""}); present {
+		t.Errorf("controller_network_cloud_up reports a cloud without its name")
+	}
+	cancel()
+	<-done
+	for _, name := range []string{"controller_network_cloud_up", "controller_networks"} {
+		if v, present := metricWith(t, name, map[string]string{"network_namespace": "metrics-refused"}); present {
+			t.Errorf("%s{network_namespace=metrics-refused} = %v after the controller stopped, want absent", name, v)
+		}
+	}
+}
+
+// metricWith sums the samples of gauge or counter name whose labels include
+// match, and reports whether there was one.
+func metricWith(t *testing.T, name string, match map[string]string) (sum float64, found bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			ok := true
+			for k, v := range match {
+				ok = ok && labels[k] == v
+			}
+			if ok {
+				found = true
+				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum, found
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,27 +23,9 @@ import (
 // are granted, and deletes them when t ends.
 func InstallComponentRBAC(t testing.TB, component string) {
 	t.Helper()
-	root, err := RepoRoot()
+	objs, err := ManifestsWith(component)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	rel := func(p string) string {
-		r, err := filepath.Rel(dir, filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	overlay := fmt.Sprintf("resources: [%s]\ncomponents: [%s]\n", rel("config/default"), rel(component))
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts := krusty.MakeDefaultOptions()
-	opts.Reorder = krusty.ReorderOptionUnspecified
-	resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		t.Fatalf("rendering config/default with %s: %v", component, err)
 	}
 	base, err := Manifests()
 	if err != nil {
@@ -53,15 +36,7 @@ func InstallComponentRBAC(t testing.TB, component string) {
 		inBase[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = true
 	}
 	var added []*unstructured.Unstructured
-	for _, r := range resources.Resources() {
-		b, err := r.MarshalJSON()
-		o := &unstructured.Unstructured{}
-		if err == nil {
-			err = o.UnmarshalJSON(b)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, o := range objs {
 		switch o.GetKind() {
 		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 			if !inBase[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] {
@@ -86,4 +61,55 @@ func InstallComponentRBAC(t testing.TB, component string) {
 			}
 		}
 	})
+}
+
+// ManifestsWith returns the objects of config/default with the kustomize
+// Components components (repository paths, e.g. config/prometheus) added,
+// rendered by kustomize from an overlay of them as a user writes it.
+func ManifestsWith(components ...string) ([]*unstructured.Unstructured, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "overlay")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	rel := func(p string) (string, error) { return filepath.Rel(dir, filepath.Join(root, p)) }
+	base, err := rel("config/default")
+	if err != nil {
+		return nil, err
+	}
+	var comps []string
+	for _, c := range components {
+		r, err := rel(c)
+		if err != nil {
+			return nil, err
+		}
+		comps = append(comps, r)
+	}
+	overlay := fmt.Sprintf("resources: [%s]\ncomponents: [%s]\n", base, strings.Join(comps, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600); err != nil {
+		return nil, err
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionUnspecified
+	resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("rendering config/default with %s: %w", strings.Join(components, ", "), err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
+		b, err := r.MarshalJSON()
+		o := &unstructured.Unstructured{}
+		if err == nil {
+			err = o.UnmarshalJSON(b)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rendering config/default with %s: %s: %w", strings.Join(components, ", "), r.CurId(), err)
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
 }
