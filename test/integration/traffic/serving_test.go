@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -264,23 +262,6 @@ func dnsMarks(obj metav1.Object) []string {
 	return out
 }
 
-// setAppProtocol sets (nil: removes) the appProtocol of the first port of
-// Service name.
-func (e *env) setAppProtocol(name string, protocol *string) {
-	e.T.Helper()
-	op := map[string]any{"op": "remove", "path": "/spec/ports/0/appProtocol"}
-	if protocol != nil {
-		op = map[string]any{"op": "add", "path": "/spec/ports/0/appProtocol", "value": *protocol}
-	}
-	patch, err := json.Marshal([]map[string]any{op})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	if _, err := e.Client.CoreV1().Services(e.NS).Patch(e.Ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		e.T.Fatalf("setting the appProtocol of Service %s: %v", name, err)
-	}
-}
-
 // waitGatewayStatus waits until GET http://host/ through Traefik's Gateway
 // entrypoint gets status from Traefik itself (no backend answered).
 func (e *env) waitGatewayStatus(host string, status int, what string) {
@@ -306,7 +287,7 @@ func TestRefsNotResolvedKeepsTheIngress(t *testing.T) {
 	host := e.host("web")
 	// Traefik's Ingress provider does not read appProtocol: the Ingress
 	// serves with it.
-	e.setAppProtocol("web", ptr.To("example.com/custom"))
+	framework.SetAppProtocol(t, e.Client, e.NS, "web", ptr.To("example.com/custom"))
 	e.waitRoute(host, "/", "web", "the Ingress, its Service's port with an appProtocol")
 
 	viaIng := startStream(e.Ctx, traefik.Get, host, "web")
@@ -346,7 +327,7 @@ func TestRefsNotResolvedKeepsTheIngress(t *testing.T) {
 
 	// Fixed: the route serves, and the move completes.
 	fixed := time.Now()
-	e.setAppProtocol("web", nil)
+	framework.SetAppProtocol(t, e.Client, e.NS, "web", nil)
 	gone := w.wait(t, settle+drain+timeout, "the Ingress deleted once the route serves", func(o observation) bool {
 		return o.at.After(fixed) && o.ing == nil
 	})
