@@ -126,13 +126,13 @@ func (e *env) watch(gw gatewayclient.Interface, name string) *watcher {
 	w := &watcher{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		for ctx.Err() == nil {
+		for ; ctx.Err() == nil; time.Sleep(10 * time.Millisecond) { // the watcher's pace
 			o := observation{at: time.Now()}
 			route, err := gw.GatewayV1().HTTPRoutes(e.NS).Get(ctx, name, metav1.GetOptions{})
 			if err == nil {
 				o.route = route
 			} else if !apierrors.IsNotFound(err) {
-				continue
+				continue // no observation: the next read tells
 			}
 			ing, err := e.Client.NetworkingV1().Ingresses(e.NS).Get(ctx, name, metav1.GetOptions{})
 			if err == nil {
@@ -143,7 +143,6 @@ func (e *env) watch(gw gatewayclient.Interface, name string) *watcher {
 			w.mu.Lock()
 			w.obs = append(w.obs, o)
 			w.mu.Unlock()
-			time.Sleep(10 * time.Millisecond) // the watcher's pace
 		}
 	}()
 	return w
