@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
@@ -49,12 +50,21 @@ const (
 	// out of DNS): returned to external-dns, the object gets them back
 	// instead of losing them. Absent when it had none.
 	AnnotationDNSControllerSaved = "ingress/dns-controller-saved"
+	// AnnotationDNSControllerOwn lists, separated by commas, the keys of
+	// ingress/dns-controller-saved whose values the controller had written
+	// itself (from the Service's ingress/annotations, owned by its field
+	// manager): returned to external-dns, the object gets those back under
+	// the controller's field manager, so that ingress/annotations stays in
+	// charge of them (removing one there removes it from the object); the
+	// others, set on the object by someone else, under the DNS one. Absent
+	// when there are none.
+	AnnotationDNSControllerOwn = "ingress/dns-controller-own"
 )
 
 // bookkeepingAnnotations are the annotations the controller keeps on an
 // Ingress or HTTPRoute for itself: never taken from ingress/annotations,
 // whose value would fight the controller's own.
-var bookkeepingAnnotations = []string{AnnotationDNSWithdrawn, AnnotationDNSControllerSaved}
+var bookkeepingAnnotations = []string{AnnotationDNSWithdrawn, AnnotationDNSControllerSaved, AnnotationDNSControllerOwn}
 
 // withdrawnValue is what the controller writes into external-dns's
 // controller annotations: anything but "dns-controller" makes its sources
@@ -242,19 +252,59 @@ func savedControllers(ann map[string]string) map[string]string {
 	return saved
 }
 
+// ownSaved returns the keys of the saved controller annotations whose
+// values the controller had written itself (AnnotationDNSControllerOwn).
+func ownSaved(ann map[string]string) []string {
+	v := ann[AnnotationDNSControllerOwn]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// ownsAnnotation reports whether obj's managedFields give annotation key to
+// fieldManager (either of its entries: an apply, or the create's update).
+func ownsAnnotation(obj metav1.Object, fieldManager, key string) bool {
+	for _, op := range []metav1.ManagedFieldsOperationType{metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate} {
+		e, ok := ownEntry(obj, fieldManager, op)
+		if !ok || e.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields.Metadata.Annotations["f:"+key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // withdraw writes external-dns's controller annotations and the time into
 // obj, by a JSON patch that names those annotations alone and tests obj's
 // UID, so a replacement is never touched. Values of the controller
 // annotations that are not the controller's own are saved on obj, for
-// restore to put back.
+// restore to put back, and so is which of them the controller had written
+// itself (its field manager owns them: they come from ingress/annotations).
 func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drain time.Duration, why string, r *report) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}}
 	set := map[string]string{AnnotationDNSWithdrawn: now.UTC().Format(time.RFC3339Nano)}
 	keys := append(slices.Clone(externalDNSControllerKeys), AnnotationDNSWithdrawn)
 	saved := savedControllers(obj.GetAnnotations())
+	own := sets.New(ownSaved(obj.GetAnnotations())...)
 	for _, k := range externalDNSControllerKeys {
 		if v, ok := obj.GetAnnotations()[k]; ok && v != withdrawnValue {
 			saved[k] = v
+			if ownsAnnotation(obj, w.fieldManager, k) {
+				own.Insert(k)
+			} else {
+				own.Delete(k)
+			}
 		}
 		set[k] = withdrawnValue
 	}
@@ -266,6 +316,10 @@ func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drai
 		set[AnnotationDNSControllerSaved] = string(data)
 		keys = append(keys, AnnotationDNSControllerSaved)
 	}
+	if own.Len() > 0 {
+		set[AnnotationDNSControllerOwn] = strings.Join(sets.List(own), ",")
+		keys = append(keys, AnnotationDNSControllerOwn)
+	}
 	if len(obj.GetAnnotations()) == 0 {
 		// The test (null: absent) keeps a cache behind the API server from
 		// replacing annotations it has not seen.
@@ -276,7 +330,7 @@ func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drai
 			ops = append(ops, map[string]any{"op": "add", "path": annotationPath(k), "value": set[k]})
 		}
 	}
-	done, err := w.patchAnnotations(ctx, obj, ops)
+	done, err := w.patchAnnotations(ctx, obj, dnsFieldManager, ops)
 	if err != nil || !done {
 		return err
 	}
@@ -289,15 +343,25 @@ func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drai
 // restore removes the withdrawal annotations from obj, each with a test of
 // the value it had in the cache: a controller annotation someone else set
 // is not ours to remove. A controller annotation the withdrawal saved the
-// user's value of gets that value back. It does nothing to an object
-// without them, or one being deleted. It reports whether it wrote.
+// user's value of gets that value back: under the controller's own field
+// manager when the controller had written it (AnnotationDNSControllerOwn),
+// first and by a patch of its own, else with the rest under the DNS one.
+// (The API server gives a field to the manager that last changed it: a
+// value of ingress/annotations written back by the DNS field manager would
+// be its, and stay on the object once removed from ingress/annotations,
+// keeping the object out of DNS for good. The controller's field manager's
+// update is merged into its apply by its next update, see update.) It does
+// nothing to an object without them, or one being deleted. It reports
+// whether it wrote.
 func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *report) (bool, error) {
 	if isBeingDeleted(obj) || !withdrawalMarked(obj) {
 		return false, nil
 	}
 	ann := obj.GetAnnotations()
 	saved := savedControllers(ann)
-	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}}
+	own := sets.New(ownSaved(ann)...)
+	uid := map[string]any{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}
+	ops, ownOps := []map[string]any{uid}, []map[string]any{uid}
 	for _, k := range bookkeepingAnnotations {
 		if v, ok := ann[k]; ok {
 			p := annotationPath(k)
@@ -305,17 +369,30 @@ func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *repor
 		}
 	}
 	for _, k := range externalDNSControllerKeys {
-		if ann[k] == withdrawnValue {
-			p := annotationPath(k)
-			ops = append(ops, map[string]any{"op": "test", "path": p, "value": withdrawnValue})
-			if v, ok := saved[k]; ok {
-				ops = append(ops, map[string]any{"op": "replace", "path": p, "value": v})
-			} else {
-				ops = append(ops, map[string]any{"op": "remove", "path": p})
-			}
+		if ann[k] != withdrawnValue {
+			continue
+		}
+		p := annotationPath(k)
+		test := map[string]any{"op": "test", "path": p, "value": withdrawnValue}
+		switch v, ok := saved[k]; {
+		case ok && own.Has(k):
+			ownOps = append(ownOps, test, map[string]any{"op": "replace", "path": p, "value": v})
+		case ok:
+			ops = append(ops, test, map[string]any{"op": "replace", "path": p, "value": v})
+		default:
+			ops = append(ops, test, map[string]any{"op": "remove", "path": p})
 		}
 	}
-	done, err := w.patchAnnotations(ctx, obj, ops)
+	if len(ownOps) > 1 {
+		// First: until the DNS patch below, the bookkeeping annotations
+		// still say the object is withdrawn, and the next sync finishes
+		// the return if that patch fails.
+		done, err := w.patchAnnotations(ctx, obj, w.fieldManager, ownOps)
+		if err != nil || !done {
+			return false, err
+		}
+	}
+	done, err := w.patchAnnotations(ctx, obj, dnsFieldManager, ops)
 	if err != nil || !done {
 		return false, err
 	}
@@ -324,16 +401,16 @@ func (w *writer[T, AC]) restore(ctx context.Context, obj T, why string, r *repor
 	return true, nil
 }
 
-// patchAnnotations sends the JSON patch ops to obj with the DNS field
-// manager. It reports false, with no error, when obj is gone or is not the
-// object the ops test for (replaced, or the cache behind): its own event
-// brings the Service back.
-func (w *writer[T, AC]) patchAnnotations(ctx context.Context, obj T, ops []map[string]any) (bool, error) {
+// patchAnnotations sends the JSON patch ops to obj with fieldManager. It
+// reports false, with no error, when obj is gone or is not the object the
+// ops test for (replaced, or the cache behind): its own event brings the
+// Service back.
+func (w *writer[T, AC]) patchAnnotations(ctx context.Context, obj T, fieldManager string, ops []map[string]any) (bool, error) {
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		return false, fmt.Errorf("encoding the DNS patch of %s %s/%s: %w", w.kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	_, err = w.client(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: dnsFieldManager})
+	_, err = w.client(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil

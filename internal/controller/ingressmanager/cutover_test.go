@@ -607,6 +607,94 @@ func TestCutoverKeepsTheUsersControllerAnnotation(t *testing.T) {
 	}
 }
 
+// TestCutoverGivesItsOwnValueBackUnderItsFieldManager: a controller
+// annotation the controller wrote itself (from ingress/annotations, owned by
+// its field manager) is saved as its own when the object is withdrawn, and
+// given back on return under the controller's field manager, not the DNS
+// one: on the real API server a value the DNS field manager wrote back
+// stays owned by it, and a later removal of the key from
+// ingress/annotations would then leave it on the object, out of DNS for
+// good. A value someone else set on the object (the legacy key here) is
+// given back under the DNS field manager, as before, so that no apply of
+// the controller ever removes it.
+func TestCutoverGivesItsOwnValueBackUnderItsFieldManager(t *testing.T) {
+	const fieldManager = "test" // the fixture controller's
+	f := newCutoverFixture(t, testDrain)
+	svc := service(map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"external-dns.kubernetes.io/controller":"someone-else"}`}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addIngress(svc, both(withAddress, func(ing *networkingv1.Ingress) {
+		metav1.SetMetaDataAnnotation(&ing.ObjectMeta, AnnotationExternalDNSControllerLegacy, "someone-else-legacy")
+		ing.ManagedFields = []metav1.ManagedFieldsEntry{{
+			Manager: fieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "networking.k8s.io/v1", FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:external-dns.kubernetes.io/controller":{}}},"f:spec":{"f:rules":{}}}`)},
+		}}
+	}))
+	f.syncIngressToServer()
+	f.addRoute(svc, servedAt(1))
+	f.c.settling.since[settleKey{svc: cache.MetaObjectToName(svc)}] = readySince{uid: "route-uid", at: testNow.Add(-time.Hour)}
+	f.addService(svc, true)
+	ings := f.kube.NetworkingV1().Ingresses("default")
+
+	if got := requeued(t, f.sync(svc)); got != testDrain {
+		t.Fatalf("requeued after %v, want the drain", got)
+	}
+	live, err := ings.Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := live.Annotations[AnnotationDNSControllerOwn], AnnotationExternalDNSController; got != want {
+		t.Errorf("withdrawn with %s = %q, want %q (the key the controller wrote)", AnnotationDNSControllerOwn, got, want)
+	}
+	live.ManagedFields = nil // the DNS field manager took the keys
+	if err := f.c.ingresses.Update(live); err != nil {
+		t.Fatal(err)
+	}
+
+	route, _, _ := f.routes.GetByKey("default/my-nginx")
+	notServing := route.(*gatewayv1.HTTPRoute).DeepCopy()
+	notServing.Generation = 2
+	if err := f.routes.Update(notServing); err != nil {
+		t.Fatal(err)
+	}
+	f.clearActions()
+	if err := f.sync(svc); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if !slices.Contains(f.reasons(), ReasonReturnedToDNS) {
+		t.Fatal("not returned to external-dns")
+	}
+	wrote := map[string]string{} // annotation -> the field manager that wrote it back
+	patches, managers := f.patches()
+	for i, ops := range patches {
+		for _, op := range ops {
+			if op["op"] == "replace" || op["op"] == "remove" {
+				wrote[strings.TrimPrefix(strings.ReplaceAll(op["path"].(string), "~1", "/"), "/metadata/annotations/")] = managers[i]
+			}
+		}
+	}
+	for k, want := range map[string]string{
+		AnnotationExternalDNSController:       fieldManager,
+		AnnotationExternalDNSControllerLegacy: dnsFieldManager,
+		AnnotationDNSWithdrawn:                dnsFieldManager,
+	} {
+		if got := wrote[k]; got != want {
+			t.Errorf("%s given back by field manager %q, want %q (patches %v by %v)", k, got, want, patches, managers)
+		}
+	}
+	live, err = ings.Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withdrawalMarked(live) {
+		t.Errorf("annotations %v still mark it withdrawn", live.Annotations)
+	}
+	for k, want := range map[string]string{AnnotationExternalDNSController: "someone-else", AnnotationExternalDNSControllerLegacy: "someone-else-legacy"} {
+		if got := live.Annotations[k]; got != want {
+			t.Errorf("annotation %s = %q after the return, want %q", k, got, want)
+		}
+	}
+}
+
 // TestCutoverDrainOnTheAPIServersClock: the drain is measured on the API
 // server's clock, from the time it recorded for the withdrawal (the DNS
 // field manager's managedFields entry) to its now (a dry-run patch's

@@ -10,7 +10,9 @@ package dns
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -18,12 +20,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
@@ -73,6 +78,51 @@ type moment struct {
 // the other way.
 func TestRecordFollowsTheMove(t *testing.T) {
 	const settle, drain = time.Second, 8 * time.Second
+	d := setup(t, settle, drain)
+	client, ns, gw, zone := d.client, d.ns, d.gw, d.zone
+	host := d.host("web")
+	d.service("web", map[string]string{ingressmanager.AnnotationHTTP: "true"})
+	waitServes(t, traefik.Get, host, "the Ingress")
+	waitRecord(t, zone, host, ingressIP, timeout, "the record of the Ingress")
+
+	m := &mover{t: t, zone: zone, client: client, gw: gw, ns: ns, host: host}
+	zone.OnChange(m.onChange)
+
+	// To the Gateway.
+	start := time.Now()
+	m.expect(gatewayIP, "Ingress", traefik.Get, traefik.GetGateway)
+	framework.Annotate(t, client, ns, "web", map[string]*string{ingressmanager.AnnotationGateway: ptr.To("gw")})
+	waitRecord(t, zone, host, gatewayIP, timeout, "the record moved to the Gateway")
+	gone := waitGone(t, framework.Get(client.NetworkingV1().Ingresses(ns).Get, "web"), drain+timeout, "the Ingress deleted after the drain")
+	m.check(start, gone, drain)
+
+	// And back to the Ingress.
+	start = time.Now()
+	m.expect(ingressIP, "HTTPRoute", traefik.GetGateway, traefik.Get)
+	framework.Annotate(t, client, ns, "web", map[string]*string{ingressmanager.AnnotationGateway: ptr.To("")})
+	waitRecord(t, zone, host, ingressIP, timeout, "the record moved back to the Ingress")
+	gone = waitGone(t, framework.Get(gw.GatewayV1().HTTPRoutes(ns).Get, "web"), drain+timeout, "the route deleted after the drain")
+	m.check(start, gone, drain)
+
+	d.noGap(host)
+}
+
+// dnsEnv is one test's namespace, with a manager running ingress-manager
+// in it, Traefik's Gateway gw, a zone and an external-dns publishing the
+// namespace's Ingresses and HTTPRoutes into it.
+type dnsEnv struct {
+	t      *testing.T
+	client kubernetes.Interface
+	ns     string
+	gw     gatewayclient.Interface
+	zone   *dataplane.DNSRecorder
+	xdns   *dataplane.ExternalDNS
+}
+
+// setup sets up a dnsEnv whose manager moves with the given settle time
+// and DNS drain.
+func setup(t *testing.T, settle, drain time.Duration) *dnsEnv {
+	t.Helper()
 	dataplane.Require(t)
 	client, ns := framework.Setup(t)
 	o := framework.ControllerOptions(ns, "ingress-manager")
@@ -80,7 +130,6 @@ func TestRecordFollowsTheMove(t *testing.T) {
 	o.IngressMoveSettle, o.IngressMoveDNSDrain = settle, drain
 	framework.StartManager(t, cfg, o)
 	gw := traefik.Gateway(t, cfg, ns, "gw")
-	host := "web." + ns + ".example.com"
 
 	zone, err := dataplane.StartDNSRecorder(ns + ".example.com")
 	if err != nil {
@@ -105,53 +154,56 @@ func TestRecordFollowsTheMove(t *testing.T) {
 		}
 		xdns.Stop()
 	})
+	return &dnsEnv{t: t, client: client, ns: ns, gw: gw, zone: zone, xdns: xdns}
+}
 
-	backend := dataplane.StartBackend(t, "web")
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{ingressmanager.AnnotationHTTP: "true"}},
+// host is the host the manager gives Service name.
+func (d *dnsEnv) host(name string) string { return name + "." + d.ns + ".example.com" }
+
+// service creates Service name with annotations ann and one port, http 80,
+// served by a new backend of the same name.
+func (d *dnsEnv) service(name string, ann map[string]string) *corev1.Service {
+	d.t.Helper()
+	backend := dataplane.StartBackend(d.t, name)
+	svc := framework.CreateService(d.t, d.client, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: name, Annotations: ann},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(80)}}},
+	})
+	if err := dataplane.Publish(context.Background(), d.client, svc, map[string]*dataplane.Backend{"http": backend}); err != nil {
+		d.t.Fatal(err)
 	}
-	svc, err = client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dataplane.Publish(context.Background(), client, svc, map[string]*dataplane.Backend{"http": backend}); err != nil {
-		t.Fatal(err)
-	}
-	waitServes(t, traefik.Get, host, "the Ingress")
-	waitRecord(t, zone, host, ingressIP, timeout, "the record of the Ingress")
+	return svc
+}
 
-	m := &mover{t: t, zone: zone, client: client, gw: gw, ns: ns, host: host}
-	zone.OnChange(m.onChange)
+// informerLag bounds how long external-dns's informers take to see a
+// write of the API server, on this machine's loopback.
+const informerLag = 500 * time.Millisecond
 
-	// To the Gateway.
-	start := time.Now()
-	m.expect(gatewayIP, "Ingress", traefik.Get, traefik.GetGateway)
-	framework.Annotate(t, client, ns, "web", map[string]*string{ingressmanager.AnnotationGateway: ptr.To("gw")})
-	waitRecord(t, zone, host, gatewayIP, timeout, "the record moved to the Gateway")
-	gone := waitGone(t, framework.Get(client.NetworkingV1().Ingresses(ns).Get, "web"), drain+timeout, "the Ingress deleted after the drain")
-	m.check(start, gone, drain)
+// waitSeen waits until external-dns finished a run that read its sources
+// after what the API server held at `at` reached them (see
+// DNSRecorder.ReadsAfter): the zone holds what external-dns makes of it.
+func (d *dnsEnv) waitSeen(at time.Time, what string) {
+	d.t.Helper()
+	framework.EventuallyEvery(d.t, 50*time.Millisecond, timeout, "external-dns ran on "+what, func(context.Context) (bool, error) {
+		return d.zone.ReadsAfter(at.Add(informerLag)) >= 2, nil
+	})
+}
 
-	// And back to the Ingress.
-	start = time.Now()
-	m.expect(ingressIP, "HTTPRoute", traefik.GetGateway, traefik.Get)
-	framework.Annotate(t, client, ns, "web", map[string]*string{ingressmanager.AnnotationGateway: ptr.To("")})
-	waitRecord(t, zone, host, ingressIP, timeout, "the record moved back to the Ingress")
-	gone = waitGone(t, framework.Get(gw.GatewayV1().HTTPRoutes(ns).Get, "web"), drain+timeout, "the route deleted after the drain")
-	m.check(start, gone, drain)
-
-	// No state of the zone, from the first record on, lacks it.
+// noGap checks that no state of the zone, from the first A record of host
+// on, lacks it, and logs every state.
+func (d *dnsEnv) noGap(host string) {
+	d.t.Helper()
 	seen := false
 	var states []string
-	for _, c := range zone.Changes() {
+	for _, c := range d.zone.Changes() {
 		targets := c.Targets(host, "A")
 		seen = seen || len(targets) > 0
 		if seen && len(targets) == 0 {
-			t.Errorf("at %s external-dns left %s without an A record: %s", c.At.Format(time.StampMilli), host, c.Summary)
+			d.t.Errorf("at %s external-dns left %s without an A record: %s", c.At.Format(time.StampMilli), host, c.Summary)
 		}
 		states = append(states, fmt.Sprintf("%s A %s -> %v", c.At.Format(time.StampMilli), host, targets))
 	}
-	t.Logf("every state of the zone external-dns made:\n  %s", strings.Join(states, "\n  "))
+	d.t.Logf("every state of the zone external-dns made:\n  %s", strings.Join(states, "\n  "))
 }
 
 // get is a request through one of Traefik's entrypoints.
@@ -305,4 +357,244 @@ func waitGone[T any](t *testing.T, get func(context.Context) (T, error), within 
 		return false, err
 	})
 	return at
+}
+
+// withdrawal lists the annotations of a withdrawal from external-dns that
+// obj carries, and external-dns's controller annotations.
+func withdrawal(obj metav1.Object) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{ingressmanager.AnnotationExternalDNSController, ingressmanager.AnnotationExternalDNSControllerLegacy,
+		ingressmanager.AnnotationDNSWithdrawn, ingressmanager.AnnotationDNSControllerSaved} {
+		if v, ok := obj.GetAnnotations()[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// waitAnnotations waits until get's object has exactly want of the
+// annotations withdrawal lists (nil: none).
+func waitAnnotations[T metav1.Object](t *testing.T, get func(context.Context) (T, error), what string, want map[string]string) {
+	t.Helper()
+	framework.Eventually(t, timeout, what, func(context.Context) (bool, error) {
+		// Not the poll's context: a read cut short by its deadline would
+		// hide what the object was last seen with.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		obj, err := get(ctx)
+		if err != nil {
+			return false, err
+		}
+		if got := withdrawal(obj); !maps.Equal(got, want) {
+			return false, fmt.Errorf("got %v", got)
+		}
+		return true, nil
+	})
+}
+
+// waitWithdrawn waits until get's object is withdrawn from external-dns,
+// and returns its annotations.
+func waitWithdrawn[T metav1.Object](t *testing.T, get func(context.Context) (T, error), what string) map[string]string {
+	t.Helper()
+	var got map[string]string
+	framework.Eventually(t, timeout, what, func(ctx context.Context) (bool, error) {
+		obj, err := get(ctx)
+		if err != nil {
+			return false, err
+		}
+		got = withdrawal(obj)
+		if got[ingressmanager.AnnotationDNSWithdrawn] == "" {
+			return false, fmt.Errorf("not withdrawn: %v", got)
+		}
+		return true, nil
+	})
+	return got
+}
+
+// TestRecordKeptWhenTheRouteGoesMidDrain (issue 49, item 2): mid-drain (the
+// record moved to the Gateway, the Ingress withdrawn), the route is deleted
+// and cannot be made again (a ValidatingAdmissionPolicy refuses every
+// create of an HTTPRoute in the namespace). A finalizer holds the route
+// (as Gateway implementations' and GitOps tools' finalizers do), so
+// external-dns goes on publishing it while the controller, for which an
+// object being deleted never serves, returns the Ingress to external-dns;
+// then the finalizer goes, and with it the route. No state external-dns
+// makes of the zone lacks the record, which ends at the Ingress's address,
+// and the Ingress serves and stays.
+func TestRecordKeptWhenTheRouteGoesMidDrain(t *testing.T) {
+	// The drain is never waited for: the route goes while it runs.
+	const settle, drain = time.Second, time.Minute
+	const finalizer = "test.example.com/hold"
+	d := setup(t, settle, drain)
+	host := d.host("web")
+	routes, ingresses := d.gw.GatewayV1().HTTPRoutes(d.ns), d.client.NetworkingV1().Ingresses(d.ns)
+	d.service("web", map[string]string{ingressmanager.AnnotationHTTP: "true"})
+	waitServes(t, traefik.Get, host, "the Ingress")
+	waitRecord(t, d.zone, host, ingressIP, timeout, "the record of the Ingress")
+
+	framework.Annotate(t, d.client, d.ns, "web", map[string]*string{ingressmanager.AnnotationGateway: ptr.To("gw")})
+	waitRecord(t, d.zone, host, gatewayIP, timeout, "the record moved to the Gateway")
+	waitWithdrawn(t, framework.Get(ingresses.Get, "web"), "the Ingress withdrawn, draining")
+
+	hold, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": []string{finalizer}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routes.Patch(context.Background(), "web", types.MergePatchType, hold, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("adding a finalizer to the route: %v", err)
+	}
+	framework.DenyCreates(t, d.client, d.ns, gatewayv1.GroupName, "httproutes", func(ctx context.Context) error {
+		probe := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: "admission-probe"}}
+		_, err := routes.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	})
+	deleted := time.Now()
+	if err := routes.Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the route: %v", err)
+	}
+	waitAnnotations(t, framework.Get(ingresses.Get, "web"), "the Ingress returned to external-dns while the route is held", nil)
+	returned := time.Now()
+	framework.WaitEvent(t, d.client, timeout, d.ns, "Service", "web", corev1.EventTypeNormal, ingressmanager.ReasonReturnedToDNS, "Ingress web")
+	d.waitSeen(returned, "the Ingress returned")
+
+	release, err := json.Marshal([]map[string]any{{"op": "remove", "path": "/metadata/finalizers"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routes.Patch(context.Background(), "web", types.JSONPatchType, release, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing the route's finalizer: %v", err)
+	}
+	waitGone(t, framework.Get(routes.Get, "web"), timeout, "the route gone")
+	waitRecord(t, d.zone, host, ingressIP, timeout, "the record back at the Ingress")
+	waitServes(t, traefik.Get, host, "the Ingress")
+	d.waitSeen(time.Now(), "the route gone")
+	if _, err := routes.Get(context.Background(), "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the route is there again, despite the policy (err %v)", err)
+	}
+	if ing, err := ingresses.Get(context.Background(), "web", metav1.GetOptions{}); err != nil || ing.DeletionTimestamp != nil || len(withdrawal(ing)) > 0 {
+		t.Errorf("the Ingress, the only object that serves, is not there to stay in external-dns (err %v)", err)
+	}
+	d.noGap(host)
+	t.Logf("route deleted -> Ingress returned to external-dns: %v", returned.Sub(deleted).Round(time.Millisecond))
+}
+
+// TestUsersControllerAnnotationSurvives (issue 49, item 5): a Service whose
+// ingress/annotations give its objects external-dns's controller
+// annotations (both keys) with a value of its own, "someone-else", is
+// never published by the real external-dns while it moves to the Gateway
+// and back: the withdrawal saves the value, the return to external-dns
+// (the route no longer serving, its backend's port given an appProtocol
+// Traefik's Gateway provider cannot speak) and the move back mid-drain
+// put it back, and the route withdrawn on the way back keeps its own. A
+// Service without it in the same namespace is published all along.
+func TestUsersControllerAnnotationSurvives(t *testing.T) {
+	const settle, drain = time.Second, 5 * time.Second
+	d := setup(t, settle, drain)
+	host, control := d.host("web"), d.host("control")
+	routes, ingresses := d.gw.GatewayV1().HTTPRoutes(d.ns), d.client.NetworkingV1().Ingresses(d.ns)
+	users := map[string]string{
+		ingressmanager.AnnotationExternalDNSController:       "someone-else",
+		ingressmanager.AnnotationExternalDNSControllerLegacy: "someone-else",
+	}
+	annotations, err := json.Marshal(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// savedUsers reports whether a withdrawal saved the user's values.
+	savedUsers := func(got map[string]string) bool {
+		var saved map[string]string
+		return json.Unmarshal([]byte(got[ingressmanager.AnnotationDNSControllerSaved]), &saved) == nil && maps.Equal(saved, users)
+	}
+	withdrawnFrom := func(what string) {
+		t.Helper()
+		if got := waitWithdrawn(t, framework.Get(ingresses.Get, "web"), what); !savedUsers(got) {
+			t.Errorf("%s with %v, want the user's values %v saved in %s", what, got, users, ingressmanager.AnnotationDNSControllerSaved)
+		}
+	}
+
+	d.service("control", map[string]string{ingressmanager.AnnotationHTTP: "true"})
+	d.service("web", map[string]string{ingressmanager.AnnotationHTTP: "true", ingressmanager.AnnotationAnnotations: string(annotations)})
+	waitRecord(t, d.zone, control, ingressIP, timeout, "the record of the Service without a controller annotation")
+	waitServes(t, traefik.Get, host, "the Ingress")
+	framework.WaitIngress(t, d.client, d.ns, "web", "the Ingress's address", func(ing *networkingv1.Ingress) error {
+		if len(ing.Status.LoadBalancer.Ingress) == 0 {
+			return fmt.Errorf("no address yet")
+		}
+		return nil
+	})
+	d.waitSeen(time.Now(), "the Ingress with its address")
+
+	// To the Gateway: the Ingress withdrawn, the user's value saved.
+	framework.Annotate(t, d.client, d.ns, "web", map[string]*string{ingressmanager.AnnotationGateway: ptr.To("gw")})
+	waitServes(t, traefik.GetGateway, host, "the route")
+	withdrawnFrom("the Ingress withdrawn")
+
+	// The route no longer serves: the Ingress is returned to external-dns
+	// with the user's value, which external-dns finds there.
+	framework.SetAppProtocol(t, d.client, d.ns, "web", ptr.To("example.com/custom"))
+	framework.WaitEvent(t, d.client, timeout, d.ns, "Service", "web", corev1.EventTypeNormal, ingressmanager.ReasonReturnedToDNS, "Ingress web", "until")
+	d.waitSeen(time.Now(), "the Ingress returned")
+	d.unpublished(host, "once the Ingress was returned to external-dns")
+	waitAnnotations(t, framework.Get(ingresses.Get, "web"), "the Ingress returned with the user's value", users)
+
+	// Serving again: withdrawn again; then back to the Ingress mid-drain.
+	framework.SetAppProtocol(t, d.client, d.ns, "web", nil)
+	withdrawnFrom("the Ingress withdrawn again")
+	framework.Annotate(t, d.client, d.ns, "web", map[string]*string{ingressmanager.AnnotationGateway: ptr.To("")})
+	framework.WaitEvent(t, d.client, timeout, d.ns, "Service", "web", corev1.EventTypeNormal, ingressmanager.ReasonReturnedToDNS, "Ingress web", "again")
+	d.waitSeen(time.Now(), "the Ingress back")
+	d.unpublished(host, "once the Service was back on its Ingress")
+	waitAnnotations(t, framework.Get(ingresses.Get, "web"), "the Ingress, back on it mid-drain, with the user's value", users)
+	// The route, withdrawn with its own value saved, then drained.
+	var routeWithdrawn []map[string]string
+	framework.Eventually(t, drain+timeout, "the route withdrawn, then gone after the drain", func(ctx context.Context) (bool, error) {
+		route, err := routes.Get(ctx, "web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if got := withdrawal(route); got[ingressmanager.AnnotationDNSWithdrawn] != "" {
+			routeWithdrawn = append(routeWithdrawn, got)
+		}
+		return false, nil
+	})
+	if len(routeWithdrawn) == 0 {
+		t.Errorf("the route was never seen withdrawn before it went")
+	}
+	for _, got := range routeWithdrawn {
+		if !savedUsers(got) {
+			t.Errorf("the route withdrawn with %v, want the user's values %v saved", got, users)
+			break
+		}
+	}
+	waitServes(t, traefik.Get, host, "the Ingress")
+	d.waitSeen(time.Now(), "the route gone")
+	waitAnnotations(t, framework.Get(ingresses.Get, "web"), "the Ingress, at the end", users)
+
+	d.unpublished(host, "through the move and back")
+	if got := d.zone.Targets(control, "A"); !slices.Equal(got, []string{ingressIP}) {
+		t.Errorf("A %s -> %v at the end, want [%s]", control, got, ingressIP)
+	}
+	var states []string
+	for _, c := range d.zone.Changes() {
+		states = append(states, fmt.Sprintf("%s %s", c.At.Format(time.StampMilli), c.Summary))
+	}
+	t.Logf("every change external-dns made to the zone:\n  %s", strings.Join(states, "\n  "))
+}
+
+// unpublished checks that no state of the zone so far had a record of host
+// (or of its TXT registry's name for it), and reports the first that had.
+func (d *dnsEnv) unpublished(host, when string) {
+	d.t.Helper()
+	for _, c := range d.zone.Changes() {
+		for _, r := range c.Records {
+			if strings.HasSuffix(r.DNSName, host) {
+				d.t.Errorf("%s: at %s external-dns had published %s %s %v, of a Service whose controller annotation is someone else's: %s",
+					when, c.At.Format(time.StampMilli), r.RecordType, r.DNSName, r.Targets, c.Summary)
+				return
+			}
+		}
+	}
 }

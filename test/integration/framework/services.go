@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,6 +21,27 @@ func CreateService(t testing.TB, client kubernetes.Interface, svc *corev1.Servic
 		t.Fatalf("creating Service %s: %v", svc.Name, err)
 	}
 	return out
+}
+
+// SetAppProtocol sets (protocol nil: removes) the appProtocol of the first
+// port of Service ns/name. A data plane may refuse to route to a port whose
+// protocol it cannot speak: Traefik's Gateway provider answers 500 and
+// reports the route's references unresolved (ResolvedRefs=False,
+// UnsupportedProtocol) for anything but http, https, h2c, ws and wss,
+// while its Ingress provider does not read appProtocol.
+func SetAppProtocol(t testing.TB, client kubernetes.Interface, ns, name string, protocol *string) {
+	t.Helper()
+	op := map[string]any{"op": "remove", "path": "/spec/ports/0/appProtocol"}
+	if protocol != nil {
+		op = map[string]any{"op": "add", "path": "/spec/ports/0/appProtocol", "value": *protocol}
+	}
+	patch, err := json.Marshal([]map[string]any{op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Services(ns).Patch(context.Background(), name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("setting the appProtocol of Service %s/%s: %v", ns, name, err)
+	}
 }
 
 // ControlledBy returns nil when obj's controller is the Service of uid

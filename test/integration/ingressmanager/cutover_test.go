@@ -161,3 +161,60 @@ func TestMoveDrainsTheOldObjectOutOfDNS(t *testing.T) {
 		t.Errorf("%d sync errors during the moves", n)
 	}
 }
+
+// TestUsersControllerAnnotationRemovableAfterAReturn: on the real API
+// server, a controller annotation of ingress/annotations ("someone-else",
+// which keeps the host out of DNS) survives a withdrawal and a return to
+// external-dns (the route no longer accepted), and once the Service is back
+// on its Ingress and the key is removed from ingress/annotations, it goes
+// from the Ingress too: the value given back is the controller's field
+// manager's, not the DNS one's, which would keep it on the object (and the
+// host out of DNS) for good.
+func TestUsersControllerAnnotationRemovableAfterAReturn(t *testing.T) {
+	const key = ingressmanager.AnnotationExternalDNSController
+	e := setup(t, func(o *app.Options) { o.IngressMoveSettle, o.IngressMoveDNSDrain = 0, time.Minute })
+	e.CreateService(framework.SeedService(e.NS, "web", map[string]string{"ingress/http": "nginx", "ingress/annotations": `{"` + key + `":"someone-else"}`}))
+	e.WaitIngress("web", "the Ingress", nil)
+	e.setIngressAddress("web")
+
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("gw")})
+	e.waitRoute("web", "the route", nil)
+	e.setRouteStatus("web", "gw", metav1.ConditionTrue, "Accepted", "")
+	e.WaitIngress("web", "the Ingress withdrawn", func(ing *networkingv1.Ingress) error {
+		_, err := withdrawalOf(ing)
+		return err
+	})
+	e.setRouteStatus("web", "gw", metav1.ConditionFalse, "NotAllowedByListeners", "test")
+	e.WaitIngress("web", "the Ingress returned to external-dns with the user's value", func(ing *networkingv1.Ingress) error {
+		if _, ok := ing.Annotations[ingressmanager.AnnotationDNSWithdrawn]; ok || ing.Annotations[key] != "someone-else" {
+			return fmt.Errorf("annotations %v", ing.Annotations)
+		}
+		return nil
+	})
+
+	e.Annotate("web", map[string]*string{"ingress/gateway": ptr.To("")})
+	e.waitRoute("web", "the route withdrawn", func(r *gatewayv1.HTTPRoute) error {
+		_, err := withdrawalOf(r)
+		return err
+	})
+	e.Annotate("web", map[string]*string{"ingress/annotations": ptr.To(`{}`)})
+	e.WaitIngress("web", "the key removed from the Ingress with ingress/annotations", func(ing *networkingv1.Ingress) error {
+		if v, ok := ing.Annotations[key]; ok {
+			return fmt.Errorf("%s is still %q (managedFields %v)", key, v, managers(ing))
+		}
+		return nil
+	})
+}
+
+// managers lists obj's managedFields entries, for failure messages.
+func managers(obj metav1.Object) []string {
+	var out []string
+	for _, m := range obj.GetManagedFields() {
+		fields := ""
+		if m.FieldsV1 != nil {
+			fields = string(m.FieldsV1.Raw)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", m.Manager, m.Operation, fields))
+	}
+	return out
+}

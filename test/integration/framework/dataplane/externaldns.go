@@ -185,6 +185,10 @@ type DNSRecorder struct {
 	records  []Endpoint
 	changes  []DNSChange
 	onChange func(DNSChange)
+	// reads are the times external-dns read the zone: the start of each
+	// of its runs (its TXT registry caches nothing by default), before it
+	// reads its sources.
+	reads []time.Time
 }
 
 // OnChange makes f be called with each change from now on, before
@@ -224,6 +228,23 @@ func (r *DNSRecorder) Changes() []DNSChange {
 	return slices.Clone(r.changes)
 }
 
+// ReadsAfter counts the reads of the zone by external-dns after t: each
+// starts one of its runs, which reads its sources (its informers' caches)
+// next and applies its changes (if any) before the next run starts. So
+// once two reads came after t plus the time its informers take to see a
+// write, a run that saw every object as it was at t has finished.
+func (r *DNSRecorder) ReadsAfter(t time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, at := range r.reads {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
 // Targets returns the targets of the record of name and type now.
 func (r *DNSRecorder) Targets(name, recordType string) []string {
 	r.mu.Lock()
@@ -238,6 +259,7 @@ func (r *DNSRecorder) negotiate(w http.ResponseWriter, _ *http.Request) {
 
 func (r *DNSRecorder) list(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
+	r.reads = append(r.reads, time.Now())
 	records := slices.Clone(r.records)
 	r.mu.Unlock()
 	if records == nil {

@@ -26,6 +26,18 @@ const GatewayClassName = "traefik"
 // Gateway API client of cfg.
 func (tr *Traefik) Gateway(t testing.TB, cfg *rest.Config, ns, name string) gatewayclient.Interface {
 	t.Helper()
+	return tr.GatewayWithListeners(t, cfg, ns, name, tr.Listener("http", 0))
+}
+
+// Listener is an HTTP listener name on Traefik's Gateway entrypoint
+// GatewayAddrs[i] (its port GatewayPortAt(i)).
+func (tr *Traefik) Listener(name string, i int) gatewayv1.Listener {
+	return gatewayv1.Listener{Name: gatewayv1.SectionName(name), Port: tr.GatewayPortAt(i), Protocol: gatewayv1.HTTPProtocolType}
+}
+
+// GatewayWithListeners is Gateway with the given listeners (see Listener).
+func (tr *Traefik) GatewayWithListeners(t testing.TB, cfg *rest.Config, ns, name string, listeners ...gatewayv1.Listener) gatewayclient.Interface {
+	t.Helper()
 	ctx := context.Background()
 	client := gatewayclient.NewForConfigOrDie(framework.Config(cfg))
 	class := &gatewayv1.GatewayClass{
@@ -39,11 +51,7 @@ func (tr *Traefik) Gateway(t testing.TB, cfg *rest.Config, ns, name string) gate
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: GatewayClassName,
-			Listeners: []gatewayv1.Listener{{
-				Name:     "http",
-				Port:     tr.GatewayPort(),
-				Protocol: gatewayv1.HTTPProtocolType,
-			}},
+			Listeners:        listeners,
 		},
 	}
 	if _, err := client.GatewayV1().Gateways(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {

@@ -40,6 +40,9 @@ type TraefikOptions struct {
 	// Gateway enables Traefik's kubernetesGateway provider (the Gateway API
 	// CRDs must be served) and its own entrypoint, GatewayAddr.
 	Gateway bool
+	// GatewayEntryPoints is how many entrypoints Gateway listeners get
+	// (GatewayAddrs), each on a port of its own; 0: one.
+	GatewayEntryPoints int
 	// IngressIP, when set, is the address Traefik publishes in the status
 	// of every Ingress it serves (status.loadBalancer.ingress, its
 	// ingressEndpoint.ip), as an Ingress controller behind a load balancer
@@ -78,6 +81,10 @@ type Traefik struct {
 	// its port, so a Gateway's HTTP listener has GatewayPort as its port.
 	// Ingresses are not served there, nor HTTPRoutes on the others.
 	GatewayAddr string
+	// GatewayAddrs are every entrypoint of Gateway listeners
+	// (TraefikOptions.GatewayEntryPoints), GatewayAddr first: a listener
+	// on GatewayPortAt(i) is served on GatewayAddrs[i].
+	GatewayAddrs []string
 	// Throttle is the providersThrottleDuration it runs with.
 	Throttle time.Duration
 
@@ -125,7 +132,11 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		tr.cleanup()
 		return nil, err
 	}
-	ports, err := freePorts(4)
+	gatewayEntryPoints := 0
+	if o.Gateway {
+		gatewayEntryPoints = max(o.GatewayEntryPoints, 1)
+	}
+	ports, err := freePorts(3 + gatewayEntryPoints)
 	if err != nil {
 		tr.cleanup()
 		return nil, err
@@ -157,9 +168,12 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 		args = append(args, "--providers.kubernetesIngress.ingressEndpoint.ip="+o.IngressIP)
 	}
 	if o.Gateway {
-		tr.GatewayAddr = ports[3]
+		tr.GatewayAddrs = ports[3:]
+		tr.GatewayAddr = tr.GatewayAddrs[0]
+		for i, addr := range tr.GatewayAddrs {
+			args = append(args, fmt.Sprintf("--entryPoints.%s.address=%s", gatewayEntryPoint(i), addr))
+		}
 		args = append(args,
-			"--entryPoints.gateway.address="+tr.GatewayAddr,
 			// Routers without entrypoints of their own (every Ingress's)
 			// use the default ones only: not the Gateway's.
 			"--entryPoints.web.asDefault=true",
@@ -204,10 +218,22 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 }
 
 // GatewayPort is the port of GatewayAddr.
-func (tr *Traefik) GatewayPort() int32 {
-	_, p, _ := net.SplitHostPort(tr.GatewayAddr)
+func (tr *Traefik) GatewayPort() int32 { return tr.GatewayPortAt(0) }
+
+// GatewayPortAt is the port of GatewayAddrs[i]: a Gateway listener on it
+// is served there.
+func (tr *Traefik) GatewayPortAt(i int) int32 {
+	_, p, _ := net.SplitHostPort(tr.GatewayAddrs[i])
 	n, _ := strconv.Atoi(p)
 	return int32(n)
+}
+
+// gatewayEntryPoint names Traefik's entrypoint of GatewayAddrs[i].
+func gatewayEntryPoint(i int) string {
+	if i == 0 {
+		return "gateway"
+	}
+	return fmt.Sprintf("gateway%d", i+1)
 }
 
 // traefikEnv is this process's environment with KUBECONFIG set and the
@@ -297,6 +323,11 @@ func (tr *Traefik) Get(ctx context.Context, host, path string) (Response, error)
 // GetGateway is Get through the Gateway entrypoint (GatewayAddr).
 func (tr *Traefik) GetGateway(ctx context.Context, host, path string) (Response, error) {
 	return tr.get(ctx, tr.GatewayAddr, host, path)
+}
+
+// GetGatewayAt is Get through the Gateway entrypoint GatewayAddrs[i].
+func (tr *Traefik) GetGatewayAt(ctx context.Context, i int, host, path string) (Response, error) {
+	return tr.get(ctx, tr.GatewayAddrs[i], host, path)
 }
 
 func (tr *Traefik) get(ctx context.Context, addr, host, path string) (Response, error) {
