@@ -170,9 +170,15 @@ func (b *Backend) claim(ctx context.Context, op, id string, uid types.UID) error
 
 // checkNotOthers fails when tags mark an object as another Network's or
 // another controller's.
+//
+// Every UID tag counts, not the first alone: while two Networks claim one
+// network at once it carries both, in the order Neutron lists them, and
+// each claimant must see the other's.
 func (b *Backend) checkNotOthers(tags []string, uid types.UID) error {
-	if owner := uidFromTags(tags); owner != "" && owner != uid {
-		return fmt.Errorf("it belongs to another Network (tag %s%s): a network is never taken from its owner; import another network, or delete that Network first", UIDTagPrefix, owner)
+	for _, t := range tags {
+		if owner, ok := strings.CutPrefix(t, UIDTagPrefix); ok && types.UID(owner) != uid {
+			return fmt.Errorf("it belongs to another Network (tag %s%s): a network is never taken from its owner; import another network, or delete that Network first", UIDTagPrefix, owner)
+		}
 	}
 	for _, t := range tags {
 		if strings.HasPrefix(t, ManagedByTagPrefix) && t != b.managedTag() {
