@@ -154,7 +154,11 @@ func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 		case err != nil:
 			logger.Info("Cannot tell whether the Gateway API is served; asking again", "err", err)
 		case ok:
-			g.watch(ctx, gateways, answered)
+			// Gateways served now and not before (or the other way round):
+			// the watch starts again at once, with them.
+			for again := true; again && ctx.Err() == nil; {
+				again, gateways = g.watch(ctx, gateways, answered)
+			}
 		case !g.known.Load():
 			logger.Info("The Gateway API is not served (no gateway.networking.k8s.io/v1 httproutes): Services that ask for a Gateway keep an Ingress until it is", "checkInterval", g.interval)
 			g.markKnown()
@@ -195,8 +199,13 @@ func indexByGateway(obj any) ([]string, error) {
 // or discovery answers that HTTPRoutes are no longer served (their CRD
 // removed). The caches are then dropped, as if the API had never been
 // served: the informers would only fail, and the Services on a Gateway get
-// an Ingress meanwhile. An error asking discovery is no answer.
-func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) {
+// an Ingress meanwhile. An error asking discovery is no answer. When
+// HTTPRoutes are still served but Gateways now are and were not (or the
+// other way round), it returns again true, with whether Gateways are
+// served: the caches are kept, a moment behind, until the next watch
+// publishes its own, since dropping them would tell every Service on a
+// Gateway that HTTPRoutes are not served.
+func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) (again, gatewaysNow bool) {
 	logger := klog.FromContext(ctx)
 	// On the gateway.networking.k8s.io/v1 client alone: the generated
 	// factory's interfaces name every version of the Gateway API, whose
@@ -205,13 +214,13 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 	if err := informer.AddIndexers(cache.Indexers{byGateway: indexByGateway}); err != nil {
 		logger.Error(err, "Cannot index HTTPRoutes by Gateway; Services that ask for a Gateway keep an Ingress")
 		g.markKnown()
-		return
+		return false, gateways
 	}
 	reg, err := informer.AddEventHandlerWithOptions(g.handler, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		logger.Error(err, "Cannot watch HTTPRoutes; Services that ask for a Gateway keep an Ingress")
 		g.markKnown()
-		return
+		return false, gateways
 	}
 	synced := []cache.DoneChecker{reg.HasSyncedChecker()}
 	var gwInformer cache.SharedIndexInformer
@@ -221,7 +230,7 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		if err != nil {
 			logger.Error(err, "Cannot watch Gateways; Services that ask for a Gateway keep an Ingress")
 			g.markKnown()
-			return
+			return false, gateways
 		}
 		synced = append(synced, gwReg.HasSyncedChecker())
 	} else {
@@ -243,6 +252,8 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		if gwInformer != nil {
 			gws := gwInformer.GetIndexer()
 			g.gateways.Store(&gws)
+		} else {
+			g.gateways.Store(nil) // a watch before this one's, when Gateways were served
 		}
 		indexer := informer.GetIndexer()
 		g.routes.Store(&indexer)
@@ -267,17 +278,22 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		// Gateways served now and not before (or the other way round):
 		// the watch starts again with them.
 		gone = err == nil && (!ok || gws != gateways)
+		again, gatewaysNow = ok, gws
 	}
 	stop()
 	running.Wait()
 	if ctx.Err() != nil {
-		return // shutting down: syncs still draining keep the last cache
+		return false, gateways // shutting down: syncs still draining keep the last cache
+	}
+	if again {
+		return true, gatewaysNow
 	}
 	g.gateways.Store(nil)
 	if g.routes.Swap(nil) != nil {
 		logger.Info("The Gateway API is no longer served (no gateway.networking.k8s.io/v1 httproutes): stopped watching HTTPRoutes; Services that ask for a Gateway get an Ingress until it is served again", "checkInterval", g.interval)
 		answered()
 	}
+	return false, gateways
 }
 
 // gatewayHandler brings back the Services whose routes are for a Gateway

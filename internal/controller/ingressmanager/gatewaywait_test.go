@@ -222,3 +222,89 @@ func TestGatewayAPIAskedAgainAtOnce(t *testing.T) {
 		return routes != nil && answers.Load() == 3
 	})
 }
+
+// listedDiscovery is a fake discovery whose gateway.networking.k8s.io/v1
+// lists httproutes, and gateways while withGateways is set.
+type listedDiscovery struct {
+	*discoveryfake.FakeDiscovery
+	withGateways *atomic.Bool
+}
+
+func (d listedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	list := &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "httproutes"}}}
+	if d.withGateways.Load() {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: "gateways"})
+	}
+	return list, nil
+}
+
+// TestGatewaysServedLaterKeepTheRoutes: a cluster that serves HTTPRoutes
+// and then Gateways too (the Gateway CRD installed after the HTTPRoute
+// CRD, as where a mesh installed HTTPRoutes alone), or no longer serves
+// Gateways, has its watch started again with them. HTTPRoutes were served
+// all along: no Service may meanwhile take them for gone (a route cache
+// dropped and answered is "the Gateway API is not served": every Service on
+// a Gateway would get an Ingress, and its move back to the route later),
+// and the watch must start again at once, not an interval later.
+func TestGatewaysServedLaterKeepTheRoutes(t *testing.T) {
+	var withGateways atomic.Bool
+	var answers, unserved atomic.Int32
+	disc := listedDiscovery{&discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{}}, &withGateways}
+	client := gatewayfake.NewClientset()
+	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: 200 * time.Millisecond,
+		handler: cache.ResourceEventHandlerFuncs{}, enqueueRoute: func(any) {}, knownCh: make(chan struct{}), askNow: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.run(ctx, func() {
+			answers.Add(1)
+			if routes, _ := g.routeCache(); routes == nil {
+				unserved.Add(1)
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor := func(what string, within time.Duration, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, within, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+	}
+	routesGone := func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			default:
+			}
+			if routes, answered := g.routeCache(); answered && routes == nil {
+				unserved.Add(1)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	waitFor("HTTPRoutes watched, Gateways not", 10*time.Second, func() bool {
+		routes, answered := g.routeCache()
+		return answered && routes != nil && g.gatewayCache() == nil && answers.Load() == 1
+	})
+	go routesGone()
+	withGateways.Store(true)
+	// Discovery finds Gateways at its next check (an interval); the watch
+	// starts again with them at once, well within a second interval.
+	waitFor("Gateways watched once served", 10*time.Second, func() bool { return g.gatewayCache() != nil })
+	if n := unserved.Load(); n != 0 {
+		t.Errorf("Gateways served too: HTTPRoutes were taken for not served %d times meanwhile; want never", n)
+	}
+	withGateways.Store(false)
+	waitFor("Gateways no longer watched once not served", 10*time.Second, func() bool {
+		routes, _ := g.routeCache()
+		return g.gatewayCache() == nil && routes != nil
+	})
+	if n := unserved.Load(); n != 0 {
+		t.Errorf("Gateways no longer served: HTTPRoutes were taken for not served %d times meanwhile; want never", n)
+	}
+}
