@@ -222,17 +222,33 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		g.markKnown()
 		return false, gateways
 	}
-	synced := []cache.DoneChecker{reg.HasSyncedChecker()}
+	routesSynced := reg.HasSyncedChecker()
 	var gwInformer cache.SharedIndexInformer
+	var gwSynced cache.DoneChecker
+	// forbidden is closed once listing Gateways is forbidden (RBAC without
+	// list and watch on gateways): the controller cannot see them, and
+	// takes routes on their word until it can.
+	forbidden := make(chan struct{})
 	if gateways {
 		gwInformer = controller.NewSharedInformer[*gatewayv1.GatewayList](g.client.Gateways(g.namespace), &gatewayv1.Gateway{}, g.resync, g.transform, g.client)
+		var once sync.Once
+		if err := gwInformer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if apierrors.IsForbidden(err) {
+				once.Do(func() { close(forbidden) })
+			}
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		}); err != nil {
+			logger.Error(err, "Cannot watch Gateways; Services that ask for a Gateway keep an Ingress")
+			g.markKnown()
+			return false, gateways
+		}
 		gwReg, err := gwInformer.AddEventHandlerWithOptions(g.gatewayHandler(informer.GetIndexer()), cache.HandlerOptions{Logger: &logger})
 		if err != nil {
 			logger.Error(err, "Cannot watch Gateways; Services that ask for a Gateway keep an Ingress")
 			g.markKnown()
 			return false, gateways
 		}
-		synced = append(synced, gwReg.HasSyncedChecker())
+		gwSynced = gwReg.HasSyncedChecker()
 	} else {
 		logger.Info("The cluster serves HTTPRoutes but not Gateways (gateway.networking.k8s.io/v1 gateways): a route serves once its Gateway accepts it, whether the Gateway is programmed or not")
 	}
@@ -244,12 +260,21 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		running.Go(func() { gwInformer.RunWithContext(served) })
 	}
 	running.Go(func() {
-		for _, s := range synced {
-			if !cache.WaitFor(served, "", s) {
+		if !cache.WaitFor(served, "", routesSynced) {
+			return
+		}
+		seen := false
+		if gwInformer != nil {
+			select {
+			case <-served.Done():
 				return
+			case <-gwSynced.Done():
+				seen = true
+			case <-forbidden:
+				logger.Error(nil, "Cannot list Gateways (RBAC: list and watch on gateways.gateway.networking.k8s.io): a route is taken on its word, whether its Gateway is programmed or not, until they can be listed")
 			}
 		}
-		if gwInformer != nil {
+		if seen {
 			gws := gwInformer.GetIndexer()
 			g.gateways.Store(&gws)
 		} else {
@@ -258,8 +283,14 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		indexer := informer.GetIndexer()
 		g.routes.Store(&indexer)
 		g.markKnown()
-		logger.Info("Watching HTTPRoutes: the Gateway API is served", "gateways", gwInformer != nil)
+		logger.Info("Watching HTTPRoutes: the Gateway API is served", "gateways", seen)
 		answered()
+		if gwInformer != nil && !seen && cache.WaitFor(served, "", gwSynced) {
+			gws := gwInformer.GetIndexer()
+			g.gateways.Store(&gws)
+			logger.Info("Watching Gateways: they can be listed now")
+			answered()
+		}
 	})
 	tick := time.NewTicker(g.interval)
 	defer tick.Stop()
