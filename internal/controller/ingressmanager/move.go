@@ -106,10 +106,14 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 
 // keepWhileInvalid is move's step 2 for a target whose annotations are
 // invalid: nothing is written to it, and the old object stays in
-// external-dns unless the target, as it is, serves.
+// external-dns unless the target, as it is, serves; a target that serves
+// as it is and was withdrawn from external-dns (the Service moved away
+// from it and back) is returned to it, as in step 3: it may be the only
+// object left that serves.
 func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, c *Controller, svc *corev1.Service, to end[N, NA], from end[O, OA], r *report) error {
 	if to.of(svc) && untilServes(to.obj, c.gateway.lookup) == "" {
-		return nil
+		_, err := to.w.restore(ctx, to.obj, fmt.Sprintf("the Service is on %s %s again, which serves it as it is while its annotations are invalid", to.w.kind, to.obj.GetName()), r)
+		return err
 	}
 	return from.keep(ctx, svc, fmt.Sprintf("the annotations of its replacement's %s are invalid", to.w.kind), r)
 }

@@ -356,3 +356,59 @@ func TestMoveBetweenListeners(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidTargetWithdrawnAloneIsReturned: a target whose annotations
+// are invalid is left as it is, but one withdrawn from external-dns (the
+// Service moved away from it and back, or its replacement went away) that
+// still serves, and is the only object left, must be returned to
+// external-dns: never no published object. Here the Service asked for a
+// Gateway with an Ingress-only setting that is bad (ignored by its route,
+// so the move went on and withdrew the Ingress), then the HTTPRoute CRD
+// was removed (or the Service went back to its Ingress and the route was
+// deleted): the Ingress serves alone and stayed withdrawn, no record.
+func TestInvalidTargetWithdrawnAloneIsReturned(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gateway string
+		bad     map[string]string
+		served  bool // the Gateway API is served
+	}{
+		{name: "on a Gateway, a bad ingress/class, the HTTPRoute CRD removed", gateway: "gw",
+			bad: map[string]string{AnnotationClass: "Not_A_Class"}},
+		{name: "on a Gateway, a bad ingress/tls-secret, the HTTPRoute CRD removed", gateway: "gw",
+			bad: map[string]string{AnnotationTLSSecret: "Not_A_Secret"}},
+		{name: "back on Ingress with a bad ingress/class, the route gone", gateway: "", served: true,
+			bad: map[string]string{AnnotationClass: "Not_A_Class"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			ann := map[string]string{AnnotationGateway: tc.gateway}
+			for k, v := range tc.bad {
+				ann[k] = v
+			}
+			svc := service(ann, port("http", 80))
+			svc.ResourceVersion = "1"
+			// The Ingress the annotations made before they went bad.
+			good := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			f.addIngress(good, both(withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-10*time.Second))))
+			f.syncIngressToServer()
+			if !tc.served {
+				f.c.gateway.routes.Store(nil)
+				f.c.gateway.gateways.Store(nil)
+			}
+			f.addService(svc, true)
+			f.clearActions()
+			_ = requeued(t, f.sync(svc))
+			live, err := f.kube.NetworkingV1().Ingresses("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withdrawalMarked(live) {
+				t.Errorf("the Ingress, which serves alone, is still withdrawn from external-dns: %v (writes %q)", live.Annotations, f.writes())
+			}
+			if reasons := f.reasons(); !slices.Contains(reasons, ReasonReturnedToDNS) {
+				t.Errorf("Events %v, want %s", reasons, ReasonReturnedToDNS)
+			}
+		})
+	}
+}
