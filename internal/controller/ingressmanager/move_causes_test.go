@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -410,5 +411,50 @@ func TestInvalidTargetWithdrawnAloneIsReturned(t *testing.T) {
 				t.Errorf("Events %v, want %s", reasons, ReasonReturnedToDNS)
 			}
 		})
+	}
+}
+
+// TestPiledUpParentsKeepTheGatewayThatServes: a route whose Gateway
+// changed again and again before any new one served piles up parents, up
+// to the Gateway API's 32. Once full, the next change must not drop the
+// parent that still routes the Service (the one its Gateway accepted) to
+// keep ones that never did: make-before-break would break.
+func TestPiledUpParentsKeepTheGatewayThatServes(t *testing.T) {
+	f := newCutoverFixture(t, testDrain)
+	svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addRoute(svc, func(r *gatewayv1.HTTPRoute) {
+		// The Service was on gw, then asked for g1, g2, ... g31, none of
+		// which accepted it: gw, accepted, is last.
+		first := r.Spec.ParentRefs[0]
+		var parents []gatewayv1.ParentReference
+		for i := 31; i >= 1; i-- {
+			p := *first.DeepCopy()
+			p.Name = gatewayv1.ObjectName(fmt.Sprintf("g%d", i))
+			parents = append(parents, p)
+		}
+		r.Spec.ParentRefs = append(parents, first)
+		r.Generation = 32
+		servedBy("gw", 31)(r)
+	})
+	f.syncRouteToServer()
+	svc.Annotations[AnnotationGateway] = "g32"
+	f.addService(svc, true)
+	if err := f.sync(svc); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	live, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range live.Spec.ParentRefs {
+		names = append(names, string(p.Name))
+	}
+	if len(names) > maxParentRefs {
+		t.Errorf("%d parents, more than the Gateway API admits", len(names))
+	}
+	if len(names) == 0 || names[0] != "g32" || !slices.Contains(names, "gw") {
+		t.Errorf("parents %q; want g32 first and gw, the Gateway that serves the route, kept", names)
 	}
 }

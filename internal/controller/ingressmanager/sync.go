@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -368,12 +369,45 @@ func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service,
 	} else {
 		c.settling.resetParents(svc)
 	}
-	for _, p := range old {
-		if len(desired.Spec.ParentRefs) < maxParentRefs && canShareRoute(desired.Spec.ParentRefs, p, desired.Namespace) {
-			desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, p)
+	// Up to the Gateway API's limit: parents a Gateway accepted (which
+	// route the Service) before those that never did (Gateways asked for
+	// and left before they served), each kept in the live order.
+	keep := make([]bool, len(old))
+	n := len(desired.Spec.ParentRefs)
+	for _, accepted := range []bool{true, false} {
+		for i, p := range old {
+			if n < maxParentRefs && acceptedEver(live, p) == accepted && canShareRoute(slices.Concat(desired.Spec.ParentRefs, kept(old, keep)), p, desired.Namespace) {
+				keep[i] = true
+				n++
+			}
 		}
 	}
+	desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, kept(old, keep)...)
 	return settle
+}
+
+// kept returns the parents whose keep is true, in order.
+func kept(parents []gatewayv1.ParentReference, keep []bool) []gatewayv1.ParentReference {
+	var out []gatewayv1.ParentReference
+	for i, p := range parents {
+		if keep[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// acceptedEver reports whether a Gateway controller reports parent as
+// having accepted route, for any generation of it.
+func acceptedEver(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference) bool {
+	for _, st := range parentStatuses(route, parent) {
+		for _, c := range st.Conditions {
+			if c.Type == string(gatewayv1.RouteConditionAccepted) && c.Status == metav1.ConditionTrue {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // canShareRoute reports whether parent may join parents in one route's
