@@ -458,3 +458,28 @@ func TestPiledUpParentsKeepTheGatewayThatServes(t *testing.T) {
 		t.Errorf("parents %q; want g32 first and gw, the Gateway that serves the route, kept", names)
 	}
 }
+
+// TestAccessControlRemovedFreesTheService: access control keys the
+// controller itself put on the Ingress (from ingress/annotations) are not
+// "set on the Ingress directly": once removed from ingress/annotations the
+// Service moves to its route, even when the Ingress is not rewritten first
+// (an Ingress-only setting is bad, so nothing is written to the Ingress,
+// which is retired anyway). Before, the key left on the Ingress was taken
+// for one set by hand and held the Service on its Ingress for good.
+func TestAccessControlRemovedFreesTheService(t *testing.T) {
+	f := newSyncFixture(t)
+	f.c.settling.settle = 0
+	svc := service(map[string]string{AnnotationGateway: "gw",
+		AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic"}`}, port("http", 80))
+	svc.ResourceVersion = "1"
+	// The Ingress the controller made while ingress/annotations had the
+	// key (and it held the Service on its Ingress).
+	f.addIngress(svc, withAddress)
+	// The key removed; an Ingress-only setting bad meanwhile.
+	delete(svc.Annotations, AnnotationAnnotations)
+	svc.Annotations[AnnotationTLSSecret] = "Not_A_Secret"
+	f.syncExpecting(svc, []string{"create httproutes"})
+	if reasons := f.reasons(); slices.Contains(reasons, ReasonAccessControlOnIngress) {
+		t.Errorf("Events %v: the key the controller put on the Ingress from ingress/annotations is taken for one set on it by hand", reasons)
+	}
+}

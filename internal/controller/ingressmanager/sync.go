@@ -129,7 +129,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		rendering = TargetIngress
 		warnGatewayAPINotServed(r, in)
 	}
-	if guarded, onIngress := guardedKeys(in, svc, ing); rendering == TargetHTTPRoute && len(guarded) > 0 && in.invalid(TargetHTTPRoute) == nil {
+	if guarded, onIngress := guardedKeys(in, svc, ing, c.builder.fieldManager); rendering == TargetHTTPRoute && len(guarded) > 0 && in.invalid(TargetHTTPRoute) == nil {
 		// An HTTPRoute would serve the Service without the access control
 		// only its Ingress controller enforces: keep (or go back to) the
 		// Ingress until the user says the Gateway side has it.
