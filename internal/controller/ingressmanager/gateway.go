@@ -154,7 +154,11 @@ func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 		case err != nil:
 			logger.Info("Cannot tell whether the Gateway API is served; asking again", "err", err)
 		case ok:
-			g.watch(ctx, gateways, answered)
+			// Gateways served now and not before (or the other way round):
+			// the watch starts again at once, with them.
+			for again := true; again && ctx.Err() == nil; {
+				again, gateways = g.watch(ctx, gateways, answered)
+			}
 		case !g.known.Load():
 			logger.Info("The Gateway API is not served (no gateway.networking.k8s.io/v1 httproutes): Services that ask for a Gateway keep an Ingress until it is", "checkInterval", g.interval)
 			g.markKnown()
@@ -195,8 +199,13 @@ func indexByGateway(obj any) ([]string, error) {
 // or discovery answers that HTTPRoutes are no longer served (their CRD
 // removed). The caches are then dropped, as if the API had never been
 // served: the informers would only fail, and the Services on a Gateway get
-// an Ingress meanwhile. An error asking discovery is no answer.
-func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) {
+// an Ingress meanwhile. An error asking discovery is no answer. When
+// HTTPRoutes are still served but Gateways now are and were not (or the
+// other way round), it returns again true, with whether Gateways are
+// served: the caches are kept, a moment behind, until the next watch
+// publishes its own, since dropping them would tell every Service on a
+// Gateway that HTTPRoutes are not served.
+func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) (again, gatewaysNow bool) {
 	logger := klog.FromContext(ctx)
 	// On the gateway.networking.k8s.io/v1 client alone: the generated
 	// factory's interfaces name every version of the Gateway API, whose
@@ -205,25 +214,41 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 	if err := informer.AddIndexers(cache.Indexers{byGateway: indexByGateway}); err != nil {
 		logger.Error(err, "Cannot index HTTPRoutes by Gateway; Services that ask for a Gateway keep an Ingress")
 		g.markKnown()
-		return
+		return false, gateways
 	}
 	reg, err := informer.AddEventHandlerWithOptions(g.handler, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		logger.Error(err, "Cannot watch HTTPRoutes; Services that ask for a Gateway keep an Ingress")
 		g.markKnown()
-		return
+		return false, gateways
 	}
-	synced := []cache.DoneChecker{reg.HasSyncedChecker()}
+	routesSynced := reg.HasSyncedChecker()
 	var gwInformer cache.SharedIndexInformer
+	var gwSynced cache.DoneChecker
+	// forbidden is closed once listing Gateways is forbidden (RBAC without
+	// list and watch on gateways): the controller cannot see them, and
+	// takes routes on their word until it can.
+	forbidden := make(chan struct{})
 	if gateways {
 		gwInformer = controller.NewSharedInformer[*gatewayv1.GatewayList](g.client.Gateways(g.namespace), &gatewayv1.Gateway{}, g.resync, g.transform, g.client)
+		var once sync.Once
+		if err := gwInformer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if apierrors.IsForbidden(err) {
+				once.Do(func() { close(forbidden) })
+			}
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		}); err != nil {
+			logger.Error(err, "Cannot watch Gateways; Services that ask for a Gateway keep an Ingress")
+			g.markKnown()
+			return false, gateways
+		}
 		gwReg, err := gwInformer.AddEventHandlerWithOptions(g.gatewayHandler(informer.GetIndexer()), cache.HandlerOptions{Logger: &logger})
 		if err != nil {
 			logger.Error(err, "Cannot watch Gateways; Services that ask for a Gateway keep an Ingress")
 			g.markKnown()
-			return
+			return false, gateways
 		}
-		synced = append(synced, gwReg.HasSyncedChecker())
+		gwSynced = gwReg.HasSyncedChecker()
 	} else {
 		logger.Info("The cluster serves HTTPRoutes but not Gateways (gateway.networking.k8s.io/v1 gateways): a route serves once its Gateway accepts it, whether the Gateway is programmed or not")
 	}
@@ -235,20 +260,37 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		running.Go(func() { gwInformer.RunWithContext(served) })
 	}
 	running.Go(func() {
-		for _, s := range synced {
-			if !cache.WaitFor(served, "", s) {
+		if !cache.WaitFor(served, "", routesSynced) {
+			return
+		}
+		seen := false
+		if gwInformer != nil {
+			select {
+			case <-served.Done():
 				return
+			case <-gwSynced.Done():
+				seen = true
+			case <-forbidden:
+				logger.Error(nil, "Cannot list Gateways (RBAC: list and watch on gateways.gateway.networking.k8s.io): a route is taken on its word, whether its Gateway is programmed or not, until they can be listed")
 			}
 		}
-		if gwInformer != nil {
+		if seen {
 			gws := gwInformer.GetIndexer()
 			g.gateways.Store(&gws)
+		} else {
+			g.gateways.Store(nil) // a watch before this one's, when Gateways were served
 		}
 		indexer := informer.GetIndexer()
 		g.routes.Store(&indexer)
 		g.markKnown()
-		logger.Info("Watching HTTPRoutes: the Gateway API is served", "gateways", gwInformer != nil)
+		logger.Info("Watching HTTPRoutes: the Gateway API is served", "gateways", seen)
 		answered()
+		if gwInformer != nil && !seen && cache.WaitFor(served, "", gwSynced) {
+			gws := gwInformer.GetIndexer()
+			g.gateways.Store(&gws)
+			logger.Info("Watching Gateways: they can be listed now")
+			answered()
+		}
 	})
 	tick := time.NewTicker(g.interval)
 	defer tick.Stop()
@@ -267,17 +309,22 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		// Gateways served now and not before (or the other way round):
 		// the watch starts again with them.
 		gone = err == nil && (!ok || gws != gateways)
+		again, gatewaysNow = ok, gws
 	}
 	stop()
 	running.Wait()
 	if ctx.Err() != nil {
-		return // shutting down: syncs still draining keep the last cache
+		return false, gateways // shutting down: syncs still draining keep the last cache
+	}
+	if again {
+		return true, gatewaysNow
 	}
 	g.gateways.Store(nil)
 	if g.routes.Swap(nil) != nil {
 		logger.Info("The Gateway API is no longer served (no gateway.networking.k8s.io/v1 httproutes): stopped watching HTTPRoutes; Services that ask for a Gateway get an Ingress until it is served again", "checkInterval", g.interval)
 		answered()
 	}
+	return false, gateways
 }
 
 // gatewayHandler brings back the Services whose routes are for a Gateway

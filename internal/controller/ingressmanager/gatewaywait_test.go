@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -186,6 +187,159 @@ func TestGatewayAPIAskedAgainAtOnce(t *testing.T) {
 		routes, _ := g.routeCache()
 		return routes != nil && answers.Load() == 3
 	})
+}
+
+// listedDiscovery is a fake discovery whose gateway.networking.k8s.io/v1
+// lists httproutes, and gateways while withGateways is set.
+type listedDiscovery struct {
+	*discoveryfake.FakeDiscovery
+	withGateways *atomic.Bool
+}
+
+func (d listedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	list := &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "httproutes"}}}
+	if d.withGateways.Load() {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: "gateways"})
+	}
+	return list, nil
+}
+
+// TestGatewaysServedLaterKeepTheRoutes: a cluster that serves HTTPRoutes
+// and then Gateways too (the Gateway CRD installed after the HTTPRoute
+// CRD, as where a mesh installed HTTPRoutes alone), or no longer serves
+// Gateways, has its watch started again with them. HTTPRoutes were served
+// all along: no Service may meanwhile take them for gone (a route cache
+// dropped and answered is "the Gateway API is not served": every Service on
+// a Gateway would get an Ingress, and its move back to the route later),
+// and the watch must start again at once, not an interval later.
+func TestGatewaysServedLaterKeepTheRoutes(t *testing.T) {
+	var withGateways atomic.Bool
+	var answers, unserved atomic.Int32
+	disc := listedDiscovery{&discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{}}, &withGateways}
+	client := gatewayfake.NewClientset()
+	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: 200 * time.Millisecond,
+		handler: cache.ResourceEventHandlerFuncs{}, enqueueRoute: func(any) {}, knownCh: make(chan struct{}), askNow: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.run(ctx, func() {
+			answers.Add(1)
+			if routes, _ := g.routeCache(); routes == nil {
+				unserved.Add(1)
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor := func(what string, within time.Duration, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, within, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+	}
+	routesGone := func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			default:
+			}
+			if routes, answered := g.routeCache(); answered && routes == nil {
+				unserved.Add(1)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	waitFor("HTTPRoutes watched, Gateways not", 10*time.Second, func() bool {
+		routes, answered := g.routeCache()
+		return answered && routes != nil && g.gatewayCache() == nil && answers.Load() == 1
+	})
+	go routesGone()
+	withGateways.Store(true)
+	// Discovery finds Gateways at its next check (an interval); the watch
+	// starts again with them at once, well within a second interval.
+	waitFor("Gateways watched once served", 10*time.Second, func() bool { return g.gatewayCache() != nil })
+	if n := unserved.Load(); n != 0 {
+		t.Errorf("Gateways served too: HTTPRoutes were taken for not served %d times meanwhile; want never", n)
+	}
+	withGateways.Store(false)
+	waitFor("Gateways no longer watched once not served", 10*time.Second, func() bool {
+		routes, _ := g.routeCache()
+		return g.gatewayCache() == nil && routes != nil
+	})
+	if n := unserved.Load(); n != 0 {
+		t.Errorf("Gateways no longer served: HTTPRoutes were taken for not served %d times meanwhile; want never", n)
+	}
+}
+
+// TestGatewaysForbiddenAreTakenOnTheRoutesWord: a manager whose RBAC does
+// not let it list Gateways (a ClusterRole of an earlier release, or one
+// written by hand from the HTTPRoute rules) cannot see them, like one
+// confined to another namespace: a route is taken on its word. The
+// Services on a Gateway must not wait for the Gateway cache for ever (held
+// back, the manager never ready), and a Gateway cache that comes once the
+// RBAC is fixed is used from then on.
+func TestGatewaysForbiddenAreTakenOnTheRoutesWord(t *testing.T) {
+	var forbidden atomic.Bool
+	forbidden.Store(true)
+	var withGateways atomic.Bool
+	withGateways.Store(true)
+	var answers atomic.Int32
+	disc := listedDiscovery{&discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{}}, &withGateways}
+	// The Gateway API's fake clientset stores no Gateways: the API server
+	// is these reactors, which list Gateway gw once it is allowed.
+	client := gatewayfake.NewClientset()
+	refuse := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if forbidden.Load() {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: gatewayv1.GroupName, Resource: "gateways"}, "",
+				errors.New(`User "system:serviceaccount:system:controller-manager" cannot list resource "gateways"`))
+		}
+		return true, &gatewayv1.GatewayList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []gatewayv1.Gateway{*programmedGateway("gw")}}, nil
+	}
+	client.PrependReactor("list", "gateways", refuse)
+	client.PrependWatchReactor("gateways", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if forbidden.Load() {
+			_, _, err := refuse(a)
+			return true, nil, err
+		}
+		return true, watch.NewFake(), nil
+	})
+	g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: 100 * time.Millisecond,
+		handler: cache.ResourceEventHandlerFuncs{}, enqueueRoute: func(any) {}, knownCh: make(chan struct{}), askNow: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.run(ctx, func() { answers.Add(1) })
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor := func(what string, within time.Duration, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, within, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+	}
+	waitFor("HTTPRoutes watched while Gateways cannot be listed", 10*time.Second, func() bool {
+		routes, answered := g.routeCache()
+		return answered && routes != nil
+	})
+	if gw, visible := g.lookup("default", "gw"); visible {
+		t.Errorf("a Gateway that cannot be listed is visible (%v); want it taken on the route's word", gw)
+	}
+	forbidden.Store(false)
+	waitFor("Gateways watched once they can be listed", 30*time.Second, func() bool {
+		gw, visible := g.lookup("default", "gw")
+		return visible && gw != nil
+	})
+	if answers.Load() < 2 {
+		t.Errorf("%d answers; want the Services brought back once the Gateways are seen", answers.Load())
+	}
 }
 
 // runGatewayAPI runs a gatewayAPI on disc, asking every interval (and at

@@ -144,13 +144,18 @@ func classifyIngressOnly(annotations, serviceAnnotations map[string]string) (ing
 // those of ingress/annotations (in.AccessControl) and those set on the
 // Service's own Ingress itself (by hand or by another tool), which an
 // HTTPRoute would serve without just the same. onIngress lists those of
-// the second kind. An Ingress being deleted takes its keys with it.
-func guardedKeys(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress) (keys, onIngress []string) {
+// the second kind. An Ingress being deleted takes its keys with it. Keys
+// that fieldManager owns on the Ingress were put there from
+// ingress/annotations, not on the Ingress itself: gone from there, they
+// are gone from the Ingress at its next write, and hold nothing meanwhile
+// (the Ingress may not be written at all, its Ingress-only settings bad).
+func guardedKeys(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, fieldManager string) (keys, onIngress []string) {
 	keys = slices.Clone(in.AccessControl)
 	if ing != nil && isControlledBy(ing, svc) && !isBeingDeleted(ing) {
 		_, set := classifyIngressOnly(ing.Annotations, svc.Annotations)
+		own := ownedAnnotations(ing, fieldManager)
 		for _, k := range set {
-			if _, ours := in.Annotations[k]; !ours {
+			if _, ours := in.Annotations[k]; !ours && !own[k] {
 				onIngress = append(onIngress, k)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -117,10 +118,14 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 
 // keepWhileInvalid is move's step 2 for a target whose annotations are
 // invalid: nothing is written to it, and the old object stays in
-// external-dns unless the target, as it is, serves.
+// external-dns unless the target, as it is, serves; a target that serves
+// as it is and was withdrawn from external-dns (the Service moved away
+// from it and back) is returned to it, as in step 3: it may be the only
+// object left that serves.
 func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, c *Controller, svc *corev1.Service, to end[N, NA], from end[O, OA], r *report) error {
 	if to.of(svc) && untilServes(to.obj, c.gateway.lookup) == "" {
-		return nil
+		_, err := to.w.restore(ctx, to.obj, fmt.Sprintf("the Service is on %s %s again, which serves it as it is while its annotations are invalid", to.w.kind, to.obj.GetName()), r)
+		return err
 	}
 	return from.keep(ctx, svc, fmt.Sprintf("the annotations of its replacement's %s are invalid", to.w.kind), r)
 }
@@ -237,12 +242,45 @@ func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service,
 	} else {
 		c.settling.resetParents(svc)
 	}
-	for _, p := range old {
-		if len(desired.Spec.ParentRefs) < maxParentRefs && canShareRoute(desired.Spec.ParentRefs, p, desired.Namespace) {
-			desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, p)
+	// Up to the Gateway API's limit: parents a Gateway accepted (which
+	// route the Service) before those that never did (Gateways asked for
+	// and left before they served), each kept in the live order.
+	keep := make([]bool, len(old))
+	n := len(desired.Spec.ParentRefs)
+	for _, accepted := range []bool{true, false} {
+		for i, p := range old {
+			if n < maxParentRefs && acceptedEver(live, p) == accepted && canShareRoute(slices.Concat(desired.Spec.ParentRefs, kept(old, keep)), p, desired.Namespace) {
+				keep[i] = true
+				n++
+			}
 		}
 	}
+	desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, kept(old, keep)...)
 	return settle
+}
+
+// kept returns the parents whose keep is true, in order.
+func kept(parents []gatewayv1.ParentReference, keep []bool) []gatewayv1.ParentReference {
+	var out []gatewayv1.ParentReference
+	for i, p := range parents {
+		if keep[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// acceptedEver reports whether a Gateway controller reports parent as
+// having accepted route, for any generation of it.
+func acceptedEver(route *gatewayv1.HTTPRoute, parent gatewayv1.ParentReference) bool {
+	for _, st := range parentStatuses(route, parent) {
+		for _, c := range st.Conditions {
+			if c.Type == string(gatewayv1.RouteConditionAccepted) && c.Status == metav1.ConditionTrue {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // canShareRoute reports whether parent may join parents in one route's

@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -354,5 +355,131 @@ func TestMoveBetweenListeners(t *testing.T) {
 				t.Errorf("listeners of the parents %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestInvalidTargetWithdrawnAloneIsReturned: a target whose annotations
+// are invalid is left as it is, but one withdrawn from external-dns (the
+// Service moved away from it and back, or its replacement went away) that
+// still serves, and is the only object left, must be returned to
+// external-dns: never no published object. Here the Service asked for a
+// Gateway with an Ingress-only setting that is bad (ignored by its route,
+// so the move went on and withdrew the Ingress), then the HTTPRoute CRD
+// was removed (or the Service went back to its Ingress and the route was
+// deleted): the Ingress serves alone and stayed withdrawn, no record.
+func TestInvalidTargetWithdrawnAloneIsReturned(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gateway string
+		bad     map[string]string
+		served  bool // the Gateway API is served
+	}{
+		{name: "on a Gateway, a bad ingress/class, the HTTPRoute CRD removed", gateway: "gw",
+			bad: map[string]string{AnnotationClass: "Not_A_Class"}},
+		{name: "on a Gateway, a bad ingress/tls-secret, the HTTPRoute CRD removed", gateway: "gw",
+			bad: map[string]string{AnnotationTLSSecret: "Not_A_Secret"}},
+		{name: "back on Ingress with a bad ingress/class, the route gone", gateway: "", served: true,
+			bad: map[string]string{AnnotationClass: "Not_A_Class"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			ann := map[string]string{AnnotationGateway: tc.gateway}
+			for k, v := range tc.bad {
+				ann[k] = v
+			}
+			svc := service(ann, port("http", 80))
+			svc.ResourceVersion = "1"
+			// The Ingress the annotations made before they went bad.
+			good := service(map[string]string{AnnotationGateway: tc.gateway}, port("http", 80))
+			f.addIngress(good, both(withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-10*time.Second))))
+			f.syncIngressToServer()
+			if !tc.served {
+				f.c.gateway.routes.Store(nil)
+				f.c.gateway.gateways.Store(nil)
+			}
+			f.addService(svc, true)
+			f.clearActions()
+			_ = requeued(t, f.sync(svc))
+			live, err := f.kube.NetworkingV1().Ingresses("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withdrawalMarked(live) {
+				t.Errorf("the Ingress, which serves alone, is still withdrawn from external-dns: %v (writes %q)", live.Annotations, f.writes())
+			}
+			if reasons := f.reasons(); !slices.Contains(reasons, ReasonReturnedToDNS) {
+				t.Errorf("Events %v, want %s", reasons, ReasonReturnedToDNS)
+			}
+		})
+	}
+}
+
+// TestPiledUpParentsKeepTheGatewayThatServes: a route whose Gateway
+// changed again and again before any new one served piles up parents, up
+// to the Gateway API's 32. Once full, the next change must not drop the
+// parent that still routes the Service (the one its Gateway accepted) to
+// keep ones that never did: make-before-break would break.
+func TestPiledUpParentsKeepTheGatewayThatServes(t *testing.T) {
+	f := newCutoverFixture(t, testDrain)
+	svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
+	svc.ResourceVersion = "1"
+	f.addRoute(svc, func(r *gatewayv1.HTTPRoute) {
+		// The Service was on gw, then asked for g1, g2, ... g31, none of
+		// which accepted it: gw, accepted, is last.
+		first := r.Spec.ParentRefs[0]
+		var parents []gatewayv1.ParentReference
+		for i := 31; i >= 1; i-- {
+			p := *first.DeepCopy()
+			p.Name = gatewayv1.ObjectName(fmt.Sprintf("g%d", i))
+			parents = append(parents, p)
+		}
+		r.Spec.ParentRefs = append(parents, first)
+		r.Generation = 32
+		servedBy("gw", 31)(r)
+	})
+	f.syncRouteToServer()
+	svc.Annotations[AnnotationGateway] = "g32"
+	f.addService(svc, true)
+	if err := f.sync(svc); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	live, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range live.Spec.ParentRefs {
+		names = append(names, string(p.Name))
+	}
+	if len(names) > maxParentRefs {
+		t.Errorf("%d parents, more than the Gateway API admits", len(names))
+	}
+	if len(names) == 0 || names[0] != "g32" || !slices.Contains(names, "gw") {
+		t.Errorf("parents %q; want g32 first and gw, the Gateway that serves the route, kept", names)
+	}
+}
+
+// TestAccessControlRemovedFreesTheService: access control keys the
+// controller itself put on the Ingress (from ingress/annotations) are not
+// "set on the Ingress directly": once removed from ingress/annotations the
+// Service moves to its route, even when the Ingress is not rewritten first
+// (an Ingress-only setting is bad, so nothing is written to the Ingress,
+// which is retired anyway). Before, the key left on the Ingress was taken
+// for one set by hand and held the Service on its Ingress for good.
+func TestAccessControlRemovedFreesTheService(t *testing.T) {
+	f := newSyncFixture(t)
+	f.c.settling.settle = 0
+	svc := service(map[string]string{AnnotationGateway: "gw",
+		AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic"}`}, port("http", 80))
+	svc.ResourceVersion = "1"
+	// The Ingress the controller made while ingress/annotations had the
+	// key (and it held the Service on its Ingress).
+	f.addIngress(svc, withAddress)
+	// The key removed; an Ingress-only setting bad meanwhile.
+	delete(svc.Annotations, AnnotationAnnotations)
+	svc.Annotations[AnnotationTLSSecret] = "Not_A_Secret"
+	f.syncExpecting(svc, []string{"create httproutes"})
+	if reasons := f.reasons(); slices.Contains(reasons, ReasonAccessControlOnIngress) {
+		t.Errorf("Events %v: the key the controller put on the Ingress from ingress/annotations is taken for one set on it by hand", reasons)
 	}
 }

@@ -45,9 +45,10 @@ func noGateways(string, string) (*gatewayv1.Gateway, bool) { return nil, false }
 //     generation and has an address in status.addresses: a Gateway still
 //     provisioning accepts routes that nothing serves yet, and
 //     external-dns publishes a route's host at its Gateway's addresses.
-//     A Gateway the controller does not watch (the manager confined to
-//     another namespace by --namespace, or a cluster serving no Gateways)
-//     is taken on the route's word alone.
+//     A Gateway the controller does not watch (RBAC without list on
+//     gateways, the manager confined to another namespace by --namespace,
+//     or a cluster serving no Gateways) is taken on the route's word
+//     alone.
 func untilServes(obj metav1.Object, gateways gatewayLookup) string {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:

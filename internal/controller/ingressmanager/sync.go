@@ -63,7 +63,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return errors.Join(append(errs, c.publishURL(ctx, svc, in, "", r))...)
 	}
 
-	target := chooseTarget(in, svc, o.ing, o.routesServed, r)
+	target := chooseTarget(in, svc, o.ing, o.routesServed, c.builder.fieldManager, r)
 	var served bool
 	if target == TargetHTTPRoute {
 		served, err = c.syncRoute(ctx, svc, in, o.ing, o.route, r)
@@ -185,7 +185,7 @@ func (c *Controller) removeStale(ctx context.Context, key cache.ObjectName, o *o
 //   - It keeps an Ingress while its access control (on the Service's
 //     ingress/annotations, or the Ingress itself) is enforced only by the
 //     Ingress controller and not acknowledged as done on the Gateway side.
-func chooseTarget(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, routesServed bool, r *report) Target {
+func chooseTarget(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, routesServed bool, fieldManager string, r *report) Target {
 	if in.Target != TargetHTTPRoute {
 		return in.Target
 	}
@@ -193,7 +193,7 @@ func chooseTarget(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, ro
 		warnGatewayAPINotServed(r, in)
 		return TargetIngress
 	}
-	guarded, onIngress := guardedKeys(in, svc, ing)
+	guarded, onIngress := guardedKeys(in, svc, ing, fieldManager)
 	if len(guarded) == 0 || in.invalid(TargetHTTPRoute) != nil {
 		return TargetHTTPRoute
 	}

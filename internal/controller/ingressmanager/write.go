@@ -257,6 +257,32 @@ func ownEntry(obj metav1.Object, fieldManager string, op metav1.ManagedFieldsOpe
 	return metav1.ManagedFieldsEntry{}, false
 }
 
+// ownedAnnotations returns the annotation keys of obj that fieldManager
+// owns on the main resource (its Apply or Update entry of
+// metadata.managedFields): those it wrote.
+func ownedAnnotations(obj metav1.Object, fieldManager string) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != fieldManager || e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		for k := range fields.Metadata.Annotations {
+			if key, ok := strings.CutPrefix(k, "f:"); ok {
+				out[key] = true
+			}
+		}
+	}
+	return out
+}
+
 // createdAs reports whether live is, unchanged, the object this process
 // created from svc as it is now (it then needs no update), and forgets the
 // create.
