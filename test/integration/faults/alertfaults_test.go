@@ -53,7 +53,7 @@ func TestAlertsNeutronDown(t *testing.T) {
 
 	cloud.SetDown(true)
 	down := time.Now()
-	w.fires("ControllerManagerNetworkBackendDown", map[string]string{"backend": "neutron"}, down, alertTimeout)
+	w.fires(down, alertTimeout, expected{"ControllerManagerNetworkBackendDown", map[string]string{"backend": "neutron"}})
 	w.onlyFiring("ControllerManagerNetworkBackendDown")
 	cloud.SetDown(false)
 	w.resolves("ControllerManagerNetworkBackendDown", map[string]string{"backend": "neutron"}, time.Now(), alertTimeout)
@@ -118,8 +118,7 @@ func TestAlertsTenantPasswordRefused(t *testing.T) {
 	nets.Create(tenantNetwork(1))
 	nets.WaitReady(ns, "net-001", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsRefused)
 	match := map[string]string{"network_namespace": ns}
-	w.fires("ControllerManagerNetworkTenantCloudDown", match, changed, alertTimeout)
-	w.fires("ControllerManagerNetworkCredentialsRefused", match, changed, alertTimeout)
+	w.fires(changed, alertTimeout, expected{"ControllerManagerNetworkTenantCloudDown", match}, expected{"ControllerManagerNetworkCredentialsRefused", match})
 	w.onlyFiring("ControllerManagerNetworkTenantCloudDown", "ControllerManagerNetworkCredentialsRefused")
 
 	if err := tenant.User.SetPassword(ctx, password); err != nil {
@@ -223,7 +222,7 @@ func TestAlertsLeaderFailoverAndCrashLoop(t *testing.T) {
 		})
 		before = startTime()
 	}
-	al := w.fires("ControllerManagerRestarting", map[string]string{"instance": a.addr}, crashed, alertTimeout)
+	al := w.fires(crashed, alertTimeout, expected{"ControllerManagerRestarting", map[string]string{"instance": a.addr}})[0]
 	if v, err := strconv.ParseFloat(al.Value, 64); err != nil || v < 2 {
 		t.Errorf("ControllerManagerRestarting's value %q, want the 2 restarts or more", al.Value)
 	}
@@ -269,7 +268,7 @@ func TestAlertsLeaseHeldByAnother(t *testing.T) {
 		t.Errorf("manager-a exit code %d once another holder took its Lease; want non-zero from the process itself", code)
 	}
 	a.start().waitLog("Another replica leads", time.Minute)
-	w.fires("ControllerManagerNoLeader", nil, taken, alertTimeout)
+	w.fires(taken, alertTimeout, expected{"ControllerManagerNoLeader", nil})
 	w.onlyFiring("ControllerManagerNoLeader")
 
 	if err := leases.Delete(ctx, "controller-manager", metav1.DeleteOptions{}); err != nil {
@@ -329,8 +328,7 @@ func TestAlertsLeaseUpdateRefused(t *testing.T) {
 	}
 	a.start().waitLog("Another replica leads", time.Minute)
 	refusedPut := map[string]string{"code": "403", "method": "PUT"}
-	w.fires("ControllerManagerAPIRefused", refusedPut, cut, alertTimeout)
-	w.fires("ControllerManagerNoLeader", nil, cut, alertTimeout)
+	w.fires(cut, alertTimeout, expected{"ControllerManagerAPIRefused", refusedPut}, expected{"ControllerManagerNoLeader", nil})
 	w.onlyFiring("ControllerManagerAPIRefused", "ControllerManagerNoLeader")
 
 	gctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -461,33 +462,74 @@ func (w *alertWatch) scaledMatch(match map[string]string) map[string]string {
 	return m
 }
 
-// fires waits (at most timeout) until the scaled copy's alert name fires
-// for the test's managers with labels including match, checks that it
-// fired within its for plus a scrape and an evaluation interval of going
-// active, and logs how long after fault (when the fault began) it went
-// active and fired.
-func (w *alertWatch) fires(name string, match map[string]string, fault time.Time, timeout time.Duration) prom.Alert {
+// expected names an alert of the scaled copy for the test's managers, by
+// name and labels (besides the namespace).
+type expected struct {
+	name  string
+	match map[string]string
+}
+
+// fires waits (at most timeout) until every alert of want fires in the
+// scaled copy, watching them together so that each is seen firing when it
+// begins to; checks that each fired within its for plus a scrape and an
+// evaluation interval of going active; and logs how long after fault (when
+// the fault began) each went active and fired.
+func (w *alertWatch) fires(fault time.Time, timeout time.Duration, want ...expected) []prom.Alert {
 	w.t.Helper()
+	got := make([]prom.Alert, len(want))
+	seen := make([]time.Time, len(want))
+	var last []prom.Alert
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	a, err := w.p.WaitFiring(ctx, name, w.scaledMatch(match))
-	seen := time.Now()
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		all, err := w.p.Alerts(ctx)
+		if err != nil {
+			return false, nil
+		}
+		now, done := time.Now(), true
+		last = all
+		for i, e := range want {
+			if !seen[i].IsZero() {
+				continue
+			}
+			m := w.scaledMatch(e.match)
+			for _, a := range all {
+				if a.Name() == e.name && a.State == "firing" && includes(a.Labels, m) {
+					got[i], seen[i] = a, now
+				}
+			}
+			done = done && !seen[i].IsZero()
+		}
+		return done, nil
+	})
 	if err != nil {
-		w.t.Fatal(err)
+		w.t.Fatalf("%+v not all firing: %v; active: %v", want, err, last)
 	}
-	forDur := alerting.forOf[name]
-	if took, bound := seen.Sub(a.ActiveAt), forDur+scrapeInterval+evalInterval+alertSlack; took > bound {
-		w.t.Errorf("%s fired %v after it went active, more than its for (%v) plus a scrape and an evaluation interval (and %v of slack)",
-			name, took.Round(time.Millisecond), forDur, alertSlack)
+	for i, a := range got {
+		forDur := alerting.forOf[a.Name()]
+		if took, bound := seen[i].Sub(a.ActiveAt), forDur+scrapeInterval+evalInterval+alertSlack; took > bound {
+			w.t.Errorf("%s fired %v after it went active, more than its for (%v) plus a scrape and an evaluation interval (and %v of slack)",
+				a.Name(), took.Round(time.Millisecond), forDur, alertSlack)
+		}
+		forText := fmt.Sprintf("its scaled for %v, standing for %v", forDur, forDur*timeScale)
+		if forDur == 0 {
+			forText = "no for: it fires on its first evaluation"
+		}
+		w.t.Logf("ALERT %s fired: active %v after the fault began, firing %v after that (%s); %v after the fault: %s",
+			a.Name(), a.ActiveAt.Sub(fault).Round(100*time.Millisecond), seen[i].Sub(a.ActiveAt).Round(100*time.Millisecond), forText,
+			seen[i].Sub(fault).Round(100*time.Millisecond), a)
 	}
-	forText := fmt.Sprintf("its scaled for %v, standing for %v", forDur, forDur*timeScale)
-	if forDur == 0 {
-		forText = "no for: it fires on its first evaluation"
+	return got
+}
+
+// includes reports whether labels has every label of match.
+func includes(labels, match map[string]string) bool {
+	for k, v := range match {
+		if labels[k] != v {
+			return false
+		}
 	}
-	w.t.Logf("ALERT %s fired: active %v after the fault began, firing %v after that (%s); %v after the fault: %s",
-		name, a.ActiveAt.Sub(fault).Round(100*time.Millisecond), seen.Sub(a.ActiveAt).Round(100*time.Millisecond), forText,
-		seen.Sub(fault).Round(100*time.Millisecond), a)
-	return a
+	return true
 }
 
 // resolves waits (at most timeout) until the scaled copy's alert name is
