@@ -30,7 +30,8 @@ import (
 type Target struct {
 	// Job is its job label; empty: "controller-manager".
 	Job string
-	// Addr is host:port; only loopback addresses are meant.
+	// Addr is host:port: on loopback, or (the node e2e, Prometheus run in
+	// the node's network namespace) a Pod's address.
 	Addr string
 	// Path is the metrics path; empty: /metrics.
 	Path string
