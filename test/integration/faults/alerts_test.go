@@ -216,12 +216,23 @@ func setScrapeJob(ctx context.Context, job string, targets []prom.Target) error 
 	return alerting.p.SetTargets(ctx, all)
 }
 
+// handedOut are the ports fixedLoopbackAddr gave, never given twice.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 // fixedLoopbackAddr returns 127.0.0.1:<port> with a port free now, below
 // the range the kernel takes the local ports of outgoing connections from:
 // a replica restarted on it finds it free again, whatever connections the
 // machine opened meanwhile.
 func fixedLoopbackAddr(t *testing.T) string {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	low := 32768
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		_, _ = fmt.Sscan(string(b), &low)
@@ -231,9 +242,14 @@ func fixedLoopbackAddr(t *testing.T) string {
 		from = 1024
 	}
 	for range 100 {
-		addr := fmt.Sprintf("127.0.0.1:%d", from+rand.IntN(low-from))
+		port := from + rand.IntN(low-from)
+		if handedOut.ports[port] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		if l, err := net.Listen("tcp", addr); err == nil {
 			l.Close()
+			handedOut.ports[port] = true
 			return addr
 		}
 	}
