@@ -148,7 +148,7 @@ E2E_FLAGS    ?= -count=1 -timeout=30m -v
 
 .PHONY: test-e2e
 test-e2e: ## On a real one-node Kubernetes (hack/node-up.sh; needs root): build two releases, install the first from its install.yaml, test what a user sees, upgrade to the second by install.yaml and by the packaged chart (install, upgrade, uninstall).
-	hack/build-tools.sh node helm cyclonedx-gomod
+	hack/build-tools.sh node helm cyclonedx-gomod prometheus
 	E2E_NODE=$(if $(E2E_NODE),$(abspath $(E2E_NODE))) E2E_RELEASES="$(foreach d,$(E2E_RELEASES),$(abspath $(d)))" $(GO) test $(E2E_FLAGS) ./test/e2e/...
 
 .PHONY: node-up

@@ -2,8 +2,10 @@
 // kube-apiserver + etcd while things break (the control plane restarting,
 // a black-holed watch, the leader killed or partitioned, SIGTERM with work
 // in flight, Neutron failing), plus a model-based test of the
-// ingress-manager. Each test ends by checking, from live LISTs once things
-// settled, that nothing was lost (see nothingLost), and logs its counts.
+// ingress-manager, and the shipped alerts read from a real Prometheus
+// scraping the managers under those faults (alerts_test.go). Each test
+// ends by checking, from live LISTs once things settled, that nothing was
+// lost (see nothingLost), and logs its counts.
 package faults
 
 import (
@@ -33,6 +35,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := framework.Run(m, &cfg)
+	stopPrometheus()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -44,12 +44,18 @@ func startProcess(t testing.TB, name string, env map[string]string, args ...stri
 }
 
 // managerArgs returns the arguments of a manager in namespace ns with
-// kubeconfig, plus extra.
+// kubeconfig, without a metrics server, plus extra.
 func managerArgs(kubeconfig, ns string, extra ...string) []string {
+	return scrapedManagerArgs(kubeconfig, ns, "0", extra...)
+}
+
+// scrapedManagerArgs is managerArgs with the metrics server on
+// metricsAddr (over HTTPS, the default, as deployed).
+func scrapedManagerArgs(kubeconfig, ns, metricsAddr string, extra ...string) []string {
 	return append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--namespace=" + ns,
-		"--metrics-bind-address=0",
+		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=127.0.0.1:0",
 		"--controllers=ingress-manager,network",
 		"--network-backend=neutron",

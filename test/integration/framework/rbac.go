@@ -151,6 +151,12 @@ func InstallManagerRBAC(ctx context.Context, cfg *rest.Config) error {
 	return Apply(ctx, cfg, rbac, false)
 }
 
+// GrantLeaseAccess is grantLeaseAccess, for a manager run as a process
+// (ManagerKubeconfig); applying it again restores rules a test took away.
+func GrantLeaseAccess(ctx context.Context, admin *rest.Config, ns string) error {
+	return grantLeaseAccess(ctx, admin, ns)
+}
+
 // grantLeaseAccess gives the manager's ServiceAccount the rules
 // config/default grants it in its own namespace (the leader election Lease)
 // in namespace ns too: a copy of each Role and RoleBinding of that namespace,

@@ -853,8 +853,15 @@ func (b *Backend) setUnanswered(uid types.UID, resource string, pending bool) {
 }
 
 // unanswered reports whether a request failed without an answer after it
-// may have reached Neutron: not refused at the dial.
+// may have reached Neutron: not refused at the dial, nor answered 401 (the
+// token revoked or expired) with Keystone then refusing or failing the new
+// login: Neutron refused that request, it runs nowhere.
 func unanswered(err error) bool {
+	var reauth gophercloud.ErrUnableToReauthenticate
+	var reauthPtr *gophercloud.ErrUnableToReauthenticate
+	if errors.As(err, &reauthPtr) || errors.As(err, &reauth) {
+		return false
+	}
 	if _, ok := statusCode(err); ok {
 		return false
 	}

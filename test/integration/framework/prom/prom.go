@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -29,7 +30,8 @@ import (
 type Target struct {
 	// Job is its job label; empty: "controller-manager".
 	Job string
-	// Addr is host:port; only loopback addresses are meant.
+	// Addr is host:port: on loopback, or (the node e2e, Prometheus run in
+	// the node's network namespace) a Pod's address.
 	Addr string
 	// Path is the metrics path; empty: /metrics.
 	Path string
@@ -66,10 +68,14 @@ type Prometheus struct {
 	// URL is its HTTP API and UI, http://127.0.0.1:<port>.
 	URL string
 
-	proc  *framework.Process
-	dir   string
-	rmDir bool
-	stop  sync.Once
+	proc    *framework.Process
+	dir     string
+	rmDir   bool
+	stop    sync.Once
+	cfgPath string
+
+	mu   sync.Mutex // SetTargets
+	opts Options
 }
 
 // RulesFile writes the manager's shipped alert rules (the spec of
@@ -81,6 +87,19 @@ func RulesFile(dir string) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, "alerts.yaml")
+	return p, os.WriteFile(p, b, 0o644)
+}
+
+// ScaledRulesFile writes framework.ScaledAlertRulesFile(factor), the
+// shipped rules with every duration divided by factor and their alerts
+// labelled framework.TimeScaleLabel, to dir/alerts-scaled.yaml and returns
+// its path, for Options.RuleFiles (beside RulesFile's, or alone).
+func ScaledRulesFile(dir string, factor int) (string, error) {
+	b, err := framework.ScaledAlertRulesFile(factor)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "alerts-scaled.yaml")
 	return p, os.WriteFile(p, b, 0o644)
 }
 
@@ -103,7 +122,7 @@ func Start(ctx context.Context, o Options) (*Prometheus, error) {
 	if o.EvaluationInterval <= 0 {
 		o.EvaluationInterval = time.Second
 	}
-	p := &Prometheus{dir: o.Dir}
+	p := &Prometheus{dir: o.Dir, opts: o}
 	if p.dir == "" {
 		d, err := os.MkdirTemp("", "prometheus-")
 		if err != nil {
@@ -117,6 +136,7 @@ func Start(ctx context.Context, o Options) (*Prometheus, error) {
 		return nil, err
 	}
 	cfgPath := filepath.Join(p.dir, "prometheus.yml")
+	p.cfgPath = cfgPath
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		p.cleanup()
 		return nil, err
@@ -167,6 +187,73 @@ func Start(ctx context.Context, o Options) (*Prometheus, error) {
 		return nil, fmt.Errorf("prometheus not ready: %w; its log:\n%s", err, logs)
 	}
 	return p, nil
+}
+
+// SetTargets makes Prometheus scrape targets instead of the targets it
+// had: it rewrites its configuration, makes it reload it (SIGHUP, as
+// `kill -HUP` does), and waits until its active targets are these. The
+// jobs whose targets did not change keep being scraped without a gap, and
+// the rules keep their alerts' state. A job removed is scraped no more,
+// but Prometheus writes no staleness marker for it: its series stay
+// visible for the lookback (5 minutes), so read a job's alerts while it is
+// scraped. It is safe for concurrent use.
+func (p *Prometheus) SetTargets(ctx context.Context, targets []Target) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o := p.opts
+	o.Targets = append([]Target(nil), targets...)
+	cfg, err := config(o)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.cfgPath, cfg, 0o644); err != nil {
+		return err
+	}
+	if err := p.proc.Signal(syscall.SIGHUP); err != nil {
+		return fmt.Errorf("reloading prometheus: %w", err)
+	}
+	want := map[string]bool{}
+	for _, t := range o.Targets {
+		want[scrapeURL(t)] = true
+	}
+	var last []TargetHealth
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if exited, err := p.proc.Exited(); exited {
+			return false, fmt.Errorf("prometheus exited: %v", err)
+		}
+		active, err := p.Targets(ctx)
+		if err != nil {
+			return false, nil
+		}
+		last = active
+		seen := map[string]bool{}
+		for _, a := range active {
+			if !want[a.ScrapeURL] {
+				return false, nil
+			}
+			seen[a.ScrapeURL] = true
+		}
+		return len(seen) == len(want), nil
+	})
+	if err != nil {
+		return fmt.Errorf("prometheus did not take its new targets: %w; active: %+v; its log:\n%s", err, last, p.Logs())
+	}
+	p.opts = o
+	return nil
+}
+
+// scrapeURL is the URL Prometheus reports for scraping t.
+func scrapeURL(t Target) string {
+	scheme, path := "http", t.Path
+	if t.HTTPS {
+		scheme = "https"
+	}
+	if path == "" {
+		path = "/metrics"
+	}
+	return scheme + "://" + t.Addr + path
 }
 
 // config returns the prometheus.yml of o.
@@ -322,6 +409,53 @@ func (p *Prometheus) WaitFiring(ctx context.Context, name string, match map[stri
 		return Alert{}, fmt.Errorf("%s%v not firing: %w; firing: %v", name, match, err, last)
 	}
 	return found, nil
+}
+
+// WaitResolved waits until no alert name with labels including match is
+// pending or firing, and returns when it saw that; ctx bounds the wait. The
+// error lists what was active.
+func (p *Prometheus) WaitResolved(ctx context.Context, name string, match map[string]string) (time.Time, error) {
+	var last []Alert
+	var at time.Time
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		all, err := p.Alerts(ctx)
+		if err != nil {
+			return false, nil
+		}
+		last, at = all, time.Now()
+		for _, a := range all {
+			if a.Name() == name && includes(a.Labels, match) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s%v still active: %w; active: %v", name, match, err, last)
+	}
+	return at, nil
+}
+
+// Evaluated waits until Prometheus has evaluated every rule group after
+// after (their lastEvaluation, /api/v1/rules): an alert not active then is
+// not active on the data scraped before after.
+func (p *Prometheus) Evaluated(ctx context.Context, after time.Time) error {
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var data struct {
+			Groups []struct {
+				LastEvaluation time.Time `json:"lastEvaluation"`
+			} `json:"groups"`
+		}
+		if err := p.get(ctx, "/api/v1/rules", &data); err != nil {
+			return false, nil
+		}
+		for _, g := range data.Groups {
+			if !g.LastEvaluation.After(after) {
+				return false, nil
+			}
+		}
+		return len(data.Groups) > 0, nil
+	})
 }
 
 func includes(labels, match map[string]string) bool {

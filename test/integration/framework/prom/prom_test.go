@@ -190,3 +190,69 @@ func TestStartRefusesABadRuleFile(t *testing.T) {
 		t.Errorf("error %q does not name the file", err)
 	}
 }
+
+// SetTargets makes a running Prometheus scrape other targets: a job added
+// is scraped, an alert of another job keeps its state through the reload
+// (the fault suite's tests add and remove their jobs while others' alerts
+// pend), and a job removed is scraped no more. The scaled copy of the
+// shipped rules loads beside them.
+func TestSetTargetsKeepsAlertsThroughReloads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	first, second := &exposition{start: 1000}, &exposition{start: 1000}
+	srv1, srv2 := httptest.NewServer(first), httptest.NewServer(second)
+	defer srv1.Close()
+	defer srv2.Close()
+	dir := t.TempDir()
+	own := filepath.Join(dir, "test-rules.yaml")
+	if err := os.WriteFile(own, []byte(testRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scaled, err := ScaledRulesFile(dir, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(ctx, Options{RuleFiles: []string{own, scaled}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	target := func(job string, srv *httptest.Server) Target {
+		return Target{Job: job, Addr: strings.TrimPrefix(srv.URL, "http://")}
+	}
+
+	if err := p.SetTargets(ctx, []Target{target("first", srv1)}); err != nil {
+		t.Fatal(err)
+	}
+	first.set(func(e *exposition) { e.value = 5 })
+	a, err := p.WaitFiring(ctx, "HelperTestValueHigh", map[string]string{"job": "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetTargets(ctx, []Target{target("first", srv1), target("second", srv2)}); err != nil {
+		t.Fatal(err)
+	}
+	waitQuery(ctx, t, p, `controller_manager_build_info{job="second"}`, 1)
+	if err := p.Evaluated(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	firing, err := p.Firing(ctx)
+	if err != nil || len(firing) != 1 || !firing[0].ActiveAt.Equal(a.ActiveAt) {
+		t.Errorf("after adding a job: firing %v (%v), want %s still, active since %s", firing, err, a.Name(), a.ActiveAt)
+	}
+	first.set(func(e *exposition) { e.value = 0 })
+	if _, err := p.WaitResolved(ctx, "HelperTestValueHigh", map[string]string{"job": "first"}); err != nil {
+		t.Error(err)
+	}
+
+	if err := p.SetTargets(ctx, []Target{target("second", srv2)}); err != nil {
+		t.Fatal(err)
+	}
+	if targets, err := p.Targets(ctx); err != nil || len(targets) != 1 || !strings.Contains(targets[0].ScrapeURL, srv2.Listener.Addr().String()) {
+		t.Errorf("targets %+v (%v), want the second alone", targets, err)
+	}
+	// Its last sample ages: no scrape since. (Prometheus writes no
+	// staleness marker for a job removed from its configuration: the
+	// series stays visible for its lookback, 5 minutes.)
+	waitQuery(ctx, t, p, `time() - timestamp(helper_test_value{job="first"}) > bool 3`, 1)
+}
