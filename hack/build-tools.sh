@@ -122,7 +122,9 @@ prometheus_binaries() {
   # Stamped like Prometheus's release build (.promu.yml), so `promtool
   # --version` names the pinned release (module v0.316.0 is Prometheus 3.16.0).
   local pv
-  pv="$(cd "${pdir}" && cat "$(go list -m -f '{{.Dir}}' github.com/prometheus/prometheus)/VERSION")"
+  # go mod download first: go list -m names no directory for a module the
+  # cache does not hold yet (a new machine).
+  pv="$(cd "${pdir}" && go mod download github.com/prometheus/prometheus && cat "$(go list -m -f '{{.Dir}}' github.com/prometheus/prometheus)/VERSION")"
   echo ">> building ${names[*]} (Prometheus ${pv}) into bin/ (first build takes minutes; cached afterwards)" >&2
   local tmp="${BIN}/.build.$$"
   rm -rf "${tmp}" && mkdir -p "${tmp}"
