@@ -333,16 +333,11 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 // change nothing of a route's.
 func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
-		gw, ok := obj.(*gatewayv1.Gateway)
-		if !ok {
-			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-				gw, ok = tomb.Obj.(*gatewayv1.Gateway)
-			}
-			if !ok {
-				return
-			}
+		key, err := controller.ObjectKey(obj) // a tombstone's too
+		if err != nil {
+			return
 		}
-		for _, route := range routeList(routes, gw.Namespace+"/"+gw.Name) {
+		for _, route := range routeList(routes, key.String()) {
 			g.enqueueRoute(route)
 		}
 	}

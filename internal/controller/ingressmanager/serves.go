@@ -138,7 +138,7 @@ func routeGatewayUntilServes(route *gatewayv1.HTTPRoute, gateways gatewayLookup)
 	if !isGatewayRef(parent) {
 		return ""
 	}
-	ns, _ := strings.CutSuffix(gatewayName(parent, route.Namespace), "/"+string(parent.Name))
+	ns := gatewayNamespace(parent, route.Namespace)
 	gw, visible := gateways(ns, string(parent.Name))
 	switch {
 	case !visible:
@@ -209,11 +209,16 @@ func parentKey(p gatewayv1.ParentReference, routeNamespace string) string {
 // gatewayName is the <namespace>/<name> of the Gateway p refers to from a
 // route in routeNamespace.
 func gatewayName(p gatewayv1.ParentReference, routeNamespace string) string {
-	ns := routeNamespace
+	return gatewayNamespace(p, routeNamespace) + "/" + string(p.Name)
+}
+
+// gatewayNamespace is the namespace of the Gateway p refers to from a route
+// in routeNamespace.
+func gatewayNamespace(p gatewayv1.ParentReference, routeNamespace string) string {
 	if p.Namespace != nil && *p.Namespace != "" {
-		ns = string(*p.Namespace)
+		return string(*p.Namespace)
 	}
-	return ns + "/" + string(p.Name)
+	return routeNamespace
 }
 
 // conditionID identifies a condition of a route, for once-per-change Events.
