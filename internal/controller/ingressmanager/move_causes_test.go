@@ -103,11 +103,7 @@ func TestNeverNoPublishedObject(t *testing.T) {
 				}
 				ann = live.Annotations
 			} else {
-				live, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ann = live.Annotations
+				ann = f.liveRoute().Annotations
 			}
 			if withdrawalMarked(&metav1.ObjectMeta{Annotations: ann}) {
 				t.Errorf("the only object that serves is still withdrawn: %v", ann)
@@ -192,15 +188,10 @@ func TestMoveBetweenGatewaysMakeBeforeBreak(t *testing.T) {
 	f.addRoute(svc, servedAt(1))
 	svc.Annotations[AnnotationGateway] = "gw2"
 	f.addService(svc, true)
-	routes := f.gateway.GatewayV1().HTTPRoutes("default")
 	parents := func() []string {
 		t.Helper()
-		live, err := routes.Get(context.Background(), "my-nginx", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []string
-		for _, p := range live.Spec.ParentRefs {
+		for _, p := range f.liveRoute().Spec.ParentRefs {
 			out = append(out, string(p.Name))
 		}
 		return out
@@ -209,10 +200,7 @@ func TestMoveBetweenGatewaysMakeBeforeBreak(t *testing.T) {
 	// status.
 	cacheRoute := func(gen int64, status ...func(*gatewayv1.HTTPRoute)) {
 		t.Helper()
-		live, err := routes.Get(context.Background(), "my-nginx", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		live := f.liveRoute()
 		live.Generation = gen
 		live.Status = gatewayv1.HTTPRouteStatus{}
 		both(status...)(live)
@@ -340,10 +328,7 @@ func TestMoveBetweenListeners(t *testing.T) {
 			if err := f.sync(svc); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			live, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			live := f.liveRoute()
 			var got []string
 			for _, p := range live.Spec.ParentRefs {
 				if p.Name != "gw" {
@@ -443,10 +428,7 @@ func TestPiledUpParentsKeepTheGatewayThatServes(t *testing.T) {
 	if err := f.sync(svc); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
-	live, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := f.liveRoute()
 	var names []string
 	for _, p := range live.Spec.ParentRefs {
 		names = append(names, string(p.Name))
@@ -482,4 +464,14 @@ func TestAccessControlRemovedFreesTheService(t *testing.T) {
 	if reasons := f.reasons(); slices.Contains(reasons, ReasonAccessControlOnIngress) {
 		t.Errorf("Events %v: the key the controller put on the Ingress from ingress/annotations is taken for one set on it by hand", reasons)
 	}
+}
+
+// liveRoute returns the HTTPRoute the fake API server holds.
+func (f *syncFixture) liveRoute() *gatewayv1.HTTPRoute {
+	f.t.Helper()
+	live, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "my-nginx", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return live
 }
