@@ -48,7 +48,6 @@ TOOLS="${ROOT}/hack/tools"
 mkdir -p "${BIN}"
 
 modsum() { (cd "$1" && { go version; go list -m all; } | sha256sum | cut -c1-16); }
-sum="$(modsum "${TOOLS}")"
 
 modver_in() { (cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$2"); }
 modver() { modver_in "${TOOLS}" "$1"; }
@@ -56,7 +55,8 @@ modver() { modver_in "${TOOLS}" "$1"; }
 # build NAME PKG [LDFLAGS [MODULE_DIR [SUM]]] builds PKG of the tools module
 # in MODULE_DIR (default hack/tools) into bin/NAME, stripped.
 build() {
-  local name="$1" pkg="$2" ldflags="${3:-}" dir="${4:-${TOOLS}}" s="${5:-${sum}}"
+  local name="$1" pkg="$2" ldflags="${3:-}" dir="${4:-${TOOLS}}" s="${5:-}"
+  [[ -n "${s}" ]] || s="$(modsum "${TOOLS}")"
   local stamp="${BIN}/.${name}.${s}"
   if [[ -x "${BIN}/${name}" && -f "${stamp}" ]]; then
     return 0
@@ -72,7 +72,8 @@ build() {
 # yet built, with the release version stamped, in one `go build` so that
 # the packages they share compile once.
 kube_binaries() {
-  local v names=() pkgs=() n
+  local v names=() pkgs=() n sum
+  sum="$(modsum "${TOOLS}")"
   for n in "$@"; do
     if [[ ! -x "${BIN}/${n}" || ! -f "${BIN}/.${n}.${sum}" ]]; then
       names+=("${n}")
@@ -93,8 +94,8 @@ kube_binaries() {
     flags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=${date} -X ${p}.gitCommit=${v}"
   done
   echo ">> building ${names[*]} (Kubernetes ${v}) into bin/ (first build takes minutes; cached afterwards)" >&2
-  local tmp="${BIN}/.build.$$"
-  rm -rf "${tmp}" && mkdir -p "${tmp}"
+  local tmp
+  tmp="$(mktemp -d "${BIN}/.build.XXXXXX")"
   (cd "${TOOLS}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${flags}" -o "${tmp}/" "${pkgs[@]}")
   for n in "${names[@]}"; do
     mv "${tmp}/${n}" "${BIN}/${n}"
@@ -126,8 +127,8 @@ prometheus_binaries() {
   # cache does not hold yet (a new machine).
   pv="$(cd "${pdir}" && go mod download github.com/prometheus/prometheus && cat "$(go list -m -f '{{.Dir}}' github.com/prometheus/prometheus)/VERSION")"
   echo ">> building ${names[*]} (Prometheus ${pv}) into bin/ (first build takes minutes; cached afterwards)" >&2
-  local tmp="${BIN}/.build.$$"
-  rm -rf "${tmp}" && mkdir -p "${tmp}"
+  local tmp
+  tmp="$(mktemp -d "${BIN}/.build.XXXXXX")"
   (cd "${pdir}" && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
     -ldflags "-s -w -X github.com/prometheus/common/version.Version=${pv} -X github.com/prometheus/common/version.Revision=${pv} -X github.com/prometheus/common/version.Branch=HEAD" \
     -o "${tmp}/" "${pkgs[@]}")
@@ -142,18 +143,43 @@ prometheus_binaries() {
 # The binaries of the one-node cluster of hack/node-up.sh (make test-e2e).
 node_binaries=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
 
+# One build at a time per bin/: `make test` builds what test-e2e needs in
+# the background while the tests run, and test-e2e's own call then waits
+# here for it and finds everything built.
+exec 9>"${BIN}/.build-tools.lock"
+flock 9
+
+# Each target names one job; the jobs build in parallel (independent
+# modules, or distinct binaries of one module sharing the build cache), so
+# that one's downloads and links overlap another's compiling. The
+# Kubernetes binaries asked for, however asked, are one job: one `go build`.
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(etcd kube-apiserver controller-gen traefik helm external-dns promtool prometheus)
+kube=()
+declare -A job=()
 for t in "${targets[@]}"; do
   case "${t}" in
-    kube-apiserver|kubectl) kube_binaries "${t}" ;;
-    node) build etcd go.etcd.io/etcd/server/v3; kube_binaries "${node_binaries[@]}" ;;
+    kube-apiserver|kubectl) kube+=("${t}") ;;
+    node) kube+=("${node_binaries[@]}"); job[etcd]=1 ;;
+    promtool|prometheus) job[prometheus]=1 ;;
+    etcd|controller-gen|traefik|helm|external-dns|cyclonedx-gomod) job[${t}]=1 ;;
+    *) echo "unknown tool: ${t}" >&2; exit 2 ;;
+  esac
+done
+if [[ ${#kube[@]} -gt 0 ]]; then
+  mapfile -t kube < <(printf '%s\n' "${kube[@]}" | sort -u)
+  job[kubernetes]=1
+fi
+
+build_job() {
+  case "$1" in
+    kubernetes) kube_binaries "${kube[@]}" ;;
     etcd) build etcd go.etcd.io/etcd/server/v3 ;;
     controller-gen) build controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     traefik)
       # Stamped like Traefik's release build, so `traefik version` and its
       # logs name the pinned release.
-      tdir="${TOOLS}/traefik"
+      local tdir="${TOOLS}/traefik" tv
       tv="$(modver_in "${tdir}" github.com/traefik/traefik/v3)"
       build traefik github.com/traefik/traefik/v3/cmd/traefik \
         "-X github.com/traefik/traefik/v3/pkg/version.Version=${tv}" \
@@ -162,37 +188,51 @@ for t in "${targets[@]}"; do
     helm)
       # Stamped like Helm's release build, so `helm version` names the
       # pinned release.
-      hdir="${TOOLS}/helm"
+      local hdir="${TOOLS}/helm" hv
       hv="$(modver_in "${hdir}" helm.sh/helm/v4)"
       build helm helm.sh/helm/v4/cmd/helm \
         "-X helm.sh/helm/v4/internal/version.version=${hv} -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
         "${hdir}" "$(modsum "${hdir}")"
       ;;
     external-dns)
-      # In a subshell: every go command of its module runs on the toolchain
-      # its go.mod names, whatever GOTOOLCHAIN this machine defaults to.
-      (
-        edir="${TOOLS}/externaldns"
-        GOTOOLCHAIN="$(sed -n 's/^toolchain //p' "${edir}/go.mod")"
-        export GOTOOLCHAIN
-        ev="$(modver_in "${edir}" sigs.k8s.io/external-dns)"
-        # Its go.sum, not `go list -m all`, says which versions it is built
-        # of: the module proxy serves some modules of its graph that the
-        # build never reads only in part, which fails that listing.
-        esum="$(cd "${edir}" && { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)"
-        # Stamped like external-dns's release build, so its start-up log
-        # names the pinned release.
-        build external-dns sigs.k8s.io/external-dns \
-          "-X sigs.k8s.io/external-dns/pkg/apis/externaldns.Version=${ev}" \
-          "${edir}" "${esum}"
-      )
+      # Every go command of its module runs on the toolchain its go.mod
+      # names, whatever GOTOOLCHAIN this machine defaults to (the job is a
+      # subshell of its own: the export stays in it).
+      local edir="${TOOLS}/externaldns" ev esum
+      GOTOOLCHAIN="$(sed -n 's/^toolchain //p' "${edir}/go.mod")"
+      export GOTOOLCHAIN
+      ev="$(modver_in "${edir}" sigs.k8s.io/external-dns)"
+      # Its go.sum, not `go list -m all`, says which versions it is built
+      # of: the module proxy serves some modules of its graph that the
+      # build never reads only in part, which fails that listing.
+      esum="$(cd "${edir}" && { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)"
+      # Stamped like external-dns's release build, so its start-up log
+      # names the pinned release.
+      build external-dns sigs.k8s.io/external-dns \
+        "-X sigs.k8s.io/external-dns/pkg/apis/externaldns.Version=${ev}" \
+        "${edir}" "${esum}"
       ;;
-    promtool|prometheus) prometheus_binaries ;;
+    prometheus) prometheus_binaries ;;
     cyclonedx-gomod)
-      sdir="${TOOLS}/sbom"
+      local sdir="${TOOLS}/sbom"
       build cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod "" \
         "${sdir}" "$(modsum "${sdir}")"
       ;;
-    *) echo "unknown tool: ${t}" >&2; exit 2 ;;
   esac
+}
+
+# Start every job, its output prefixed with its name, then wait for all
+# and fail when one did (each says so).
+pids=() names=()
+for j in "${!job[@]}"; do
+  { build_job "${j}" 2>&1 | sed -u "s|^|[${j}] |" >&2; } &
+  pids+=("$!") names+=("${j}")
 done
+rc=0
+for i in "${!pids[@]}"; do
+  if ! wait "${pids[$i]}"; then
+    echo "hack/build-tools.sh: building ${names[$i]} failed (its lines above start with [${names[$i]}])" >&2
+    rc=1
+  fi
+done
+exit "${rc}"
