@@ -133,7 +133,7 @@ chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make ma
 
 .PHONY: test
 test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.
-	hack/with-openstack.sh $(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
+	hack/with-openstack.sh $(GO) test $(TEST_FLAGS) $$(hack/test-packages.sh)
 	hack/fuzz.sh $(FUZZTIME)
 	$(MAKE) test-e2e
 
