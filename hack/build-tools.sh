@@ -52,20 +52,33 @@ modsum() { (cd "$1" && { go version; go list -m all; } | sha256sum | cut -c1-16)
 modver_in() { (cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$2"); }
 modver() { modver_in "${TOOLS}" "$1"; }
 
+# built NAME SUM: bin/NAME is there, built of the modules SUM names.
+built() { [[ -x "${BIN}/$1" && -f "${BIN}/.$1.$2" ]]; }
+
+# lock NAME holds bin/.lock.NAME until the job (a subshell) ends: one build
+# of a binary at a time across calls (`make test` builds test-e2e's tools
+# in the background while the tests run; a call asking for one of them
+# meanwhile waits, then finds it built). Taken only when something is to
+# be built, so that a call whose binaries are built never waits.
+lock() {
+  local fd
+  exec {fd}>"${BIN}/.lock.$1"
+  flock "${fd}"
+}
+
 # build NAME PKG [LDFLAGS [MODULE_DIR [SUM]]] builds PKG of the tools module
 # in MODULE_DIR (default hack/tools) into bin/NAME, stripped.
 build() {
   local name="$1" pkg="$2" ldflags="${3:-}" dir="${4:-${TOOLS}}" s="${5:-}"
   [[ -n "${s}" ]] || s="$(modsum "${TOOLS}")"
-  local stamp="${BIN}/.${name}.${s}"
-  if [[ -x "${BIN}/${name}" && -f "${stamp}" ]]; then
-    return 0
-  fi
+  built "${name}" "${s}" && return 0
+  lock "${name}"
+  built "${name}" "${s}" && return 0
   echo ">> building bin/${name} from ${pkg} (first build takes minutes; cached afterwards)" >&2
   (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${ldflags}" -o "${BIN}/${name}.tmp" "${pkg}")
   mv "${BIN}/${name}.tmp" "${BIN}/${name}"
   rm -f "${BIN}/.${name}."*
-  touch "${stamp}"
+  touch "${BIN}/.${name}.${s}"
 }
 
 # kube_binaries NAME... builds k8s.io/kubernetes/cmd/NAME for each NAME not
@@ -74,12 +87,11 @@ build() {
 kube_binaries() {
   local v names=() pkgs=() n sum
   sum="$(modsum "${TOOLS}")"
-  for n in "$@"; do
-    if [[ ! -x "${BIN}/${n}" || ! -f "${BIN}/.${n}.${sum}" ]]; then
-      names+=("${n}")
-      pkgs+=("k8s.io/kubernetes/cmd/${n}")
-    fi
-  done
+  kube_missing() { names=() pkgs=(); for n in "$@"; do built "${n}" "${sum}" || { names+=("${n}"); pkgs+=("k8s.io/kubernetes/cmd/${n}"); }; done; }
+  kube_missing "$@"
+  [[ ${#names[@]} -eq 0 ]] && return 0
+  lock kubernetes
+  kube_missing "$@"
   [[ ${#names[@]} -eq 0 ]] && return 0
   v="$(modver k8s.io/kubernetes)"
   # The same variables the Kubernetes release build sets (hack/lib/version.sh),
@@ -113,12 +125,11 @@ kube_binaries() {
 prometheus_binaries() {
   local pdir="${TOOLS}/prometheus" psum n names=() pkgs=()
   psum="$(modsum "${pdir}")"
-  for n in promtool prometheus; do
-    if [[ ! -x "${BIN}/${n}" || ! -f "${BIN}/.${n}.${psum}" ]]; then
-      names+=("${n}")
-      pkgs+=("github.com/prometheus/prometheus/cmd/${n}")
-    fi
-  done
+  prom_missing() { names=() pkgs=(); for n in promtool prometheus; do built "${n}" "${psum}" || { names+=("${n}"); pkgs+=("github.com/prometheus/prometheus/cmd/${n}"); }; done; }
+  prom_missing
+  [[ ${#names[@]} -eq 0 ]] && return 0
+  lock prometheus
+  prom_missing
   [[ ${#names[@]} -eq 0 ]] && return 0
   # Stamped like Prometheus's release build (.promu.yml), so `promtool
   # --version` names the pinned release (module v0.316.0 is Prometheus 3.16.0).
@@ -142,12 +153,6 @@ prometheus_binaries() {
 
 # The binaries of the one-node cluster of hack/node-up.sh (make test-e2e).
 node_binaries=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
-
-# One build at a time per bin/: `make test` builds what test-e2e needs in
-# the background while the tests run, and test-e2e's own call then waits
-# here for it and finds everything built.
-exec 9>"${BIN}/.build-tools.lock"
-flock 9
 
 # Each target names one job; the jobs build in parallel (independent
 # modules, or distinct binaries of one module sharing the build cache), so
