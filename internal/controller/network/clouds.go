@@ -322,6 +322,20 @@ func (s *cloudSet) forget(uid types.UID) {
 	delete(s.bound, uid)
 }
 
+// users returns, by cloud key, the UIDs of the Networks that last resolved
+// to it or are bound to it.
+func (s *cloudSet) users() map[string][]types.UID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]types.UID{}
+	for _, m := range []map[types.UID]string{s.byUID, s.bound} {
+		for uid, k := range m {
+			out[k] = append(out[k], uid)
+		}
+	}
+	return out
+}
+
 // all returns every cloud held.
 func (s *cloudSet) all() []*cloud {
 	s.mu.Lock()

@@ -34,9 +34,12 @@ func (c *Controller) countNetworks(add func(namespace, ready, reason string)) {
 }
 
 // cloudsUp adds each cloud of the Networks' own credentials that has been
-// scanned, once per namespace of the Secrets that resolve to it ("" when
-// none does any more: its Networks are bound to it by what it made).
+// scanned, once per namespace of the Networks that use it: whose Secret
+// resolves to it, or that are bound to it (it acted for them, and they
+// wait for it still when their Secret points elsewhere or is gone). A
+// cloud no Network uses is not reported: it stops at its next scan.
 func (c *Controller) cloudsUp(add func(backend, cloud, namespace string, up bool)) {
+	users := c.clouds.users()
 	for _, cl := range c.clouds.all() {
 		if cl.state.unknown() {
 			continue
@@ -48,8 +51,14 @@ func (c *Controller) cloudsUp(add func(backend, cloud, namespace string, up bool
 			namespaces[r.namespace] = true
 		}
 		cl.mu.Unlock()
-		if len(namespaces) == 0 {
-			namespaces[""] = true
+		for _, uid := range users[cl.key] {
+			if objs, err := c.indexer.ByIndex(uidIndex, string(uid)); err == nil {
+				for _, o := range objs {
+					if n, ok := o.(*samplecrdv1.Network); ok {
+						namespaces[n.Namespace] = true
+					}
+				}
+			}
 		}
 		for ns := range namespaces {
 			add(c.opts.BackendName, cl.description, ns, up)
