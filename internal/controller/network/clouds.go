@@ -322,15 +322,23 @@ func (s *cloudSet) forget(uid types.UID) {
 	delete(s.bound, uid)
 }
 
-// users returns, by cloud key, the UIDs of the Networks that last resolved
-// to it or are bound to it.
-func (s *cloudSet) users() map[string][]types.UID {
+// usersIn returns, by cloud key, the namespaces of the Networks that last
+// resolved to it or are bound to it; namespaceOf gives a Network's
+// namespace by UID ("" when it is gone).
+func (s *cloudSet) usersIn(namespaceOf map[types.UID]string) map[string]map[string]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string][]types.UID{}
+	out := map[string]map[string]bool{}
 	for _, m := range []map[types.UID]string{s.byUID, s.bound} {
 		for uid, k := range m {
-			out[k] = append(out[k], uid)
+			ns, ok := namespaceOf[uid]
+			if !ok {
+				continue
+			}
+			if out[k] == nil {
+				out[k] = map[string]bool{}
+			}
+			out[k][ns] = true
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package network
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-sample/controller-manager/internal/metrics"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
@@ -39,27 +40,29 @@ func (c *Controller) countNetworks(add func(namespace, ready, reason string)) {
 // wait for it still when their Secret points elsewhere or is gone). A
 // cloud no Network uses is not reported: it stops at its next scan.
 func (c *Controller) cloudsUp(add func(backend, cloud, namespace string, up bool)) {
-	users := c.clouds.users()
+	objs, err := c.lister.List(everything)
+	if err != nil {
+		return
+	}
+	namespaceOf := make(map[types.UID]string, len(objs))
+	for _, obj := range objs {
+		namespaceOf[obj.UID] = obj.Namespace
+	}
+	users := c.clouds.usersIn(namespaceOf)
 	for _, cl := range c.clouds.all() {
 		if cl.state.unknown() {
 			continue
 		}
 		up := cl.state.isUp()
-		namespaces := map[string]bool{}
+		namespaces := users[cl.key]
+		if namespaces == nil {
+			namespaces = map[string]bool{}
+		}
 		cl.mu.Lock()
 		for r := range cl.refs {
 			namespaces[r.namespace] = true
 		}
 		cl.mu.Unlock()
-		for _, uid := range users[cl.key] {
-			if objs, err := c.indexer.ByIndex(uidIndex, string(uid)); err == nil {
-				for _, o := range objs {
-					if n, ok := o.(*samplecrdv1.Network); ok {
-						namespaces[n.Namespace] = true
-					}
-				}
-			}
-		}
 		for ns := range namespaces {
 			add(c.opts.BackendName, cl.description, ns, up)
 		}
