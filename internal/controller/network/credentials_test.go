@@ -803,3 +803,46 @@ func downCloud(t *testing.T, backend string) string {
 	}
 	return ""
 }
+
+// A namespace whose Networks are all gone is no longer reported for the
+// cloud entry it shared with another namespace (the same clouds.yaml in
+// both): no tenant-cloud alert for a namespace with no Network left (or
+// deleted), until the next garbage collection forgets its Secret.
+func TestCloudUpForgetsANamespaceWithoutNetworks(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const backend = "shared-entry-metrics-test"
+	sec := newSecrets()
+	sec.set("shared-a", "creds", cloudsYAML("openstack", "p1-a"))
+	sec.set("shared-b", "creds", cloudsYAML("openstack", "p1-a"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+	client := fake.NewClientset(credNetwork("shared-a", "n", "u1", "10.1.0.0/24", credsRef("creds")), credNetwork("shared-b", "m", "u2", "10.2.0.0/24", credsRef("creds")))
+	done := runControllerWith(ctx, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), network.Options{
+		Backend: memory.New(), BackendName: backend, GCInterval: time.Hour, Credentials: fakeClouds.credentials(sec.get, time.Minute)})
+	defer func() { cancel(); <-done }()
+	waitCondition(ctx, t, client, "shared-a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	waitCondition(ctx, t, client, "shared-b", "m", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	reported := func(ns string) bool {
+		_, present := metricWith(t, "controller_network_cloud_up", map[string]string{"backend": backend, "network_namespace": ns})
+		return present
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return reported("shared-a") && reported("shared-b"), nil
+	}); err != nil {
+		t.Fatal("the shared cloud is not reported in both namespaces")
+	}
+	markDeleted(ctx, t, client, "shared-a", "n")
+	waitReleased(ctx, t, client, "shared-a", "n")
+	if err := client.SamplecrdV1().Networks("shared-a").Delete(ctx, "n", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !reported("shared-a"), nil
+	}); err != nil {
+		t.Errorf("controller_network_cloud_up{network_namespace=shared-a} still reported 5s after its last Network went")
+	}
+	if !reported("shared-b") {
+		t.Errorf("controller_network_cloud_up{network_namespace=shared-b} gone with shared-a's Network")
+	}
+}

@@ -35,9 +35,9 @@ func (c *Controller) countNetworks(add func(namespace, ready, reason string)) {
 }
 
 // cloudsUp adds each cloud of the Networks' own credentials that has been
-// scanned, once per namespace of the Networks that use it: whose Secret
-// resolves to it, or that are bound to it (it acted for them, and they
-// wait for it still when their Secret points elsewhere or is gone). A
+// scanned, once per namespace of the cached Networks that use it: whose
+// Secret resolves to it, or that are bound to it (it acted for them, and
+// they wait for it still when their Secret points elsewhere or is gone). A
 // cloud no Network uses is not reported: it stops at its next scan.
 func (c *Controller) cloudsUp(add func(backend, cloud, namespace string, up bool)) {
 	objs, err := c.lister.List(everything)
@@ -45,8 +45,12 @@ func (c *Controller) cloudsUp(add func(backend, cloud, namespace string, up bool
 		return
 	}
 	namespaceOf := make(map[types.UID]string, len(objs))
+	named := map[secretRef]bool{}
 	for _, obj := range objs {
 		namespaceOf[obj.UID] = obj.Namespace
+		if ref := obj.Spec.CloudCredentialsRef; ref != nil {
+			named[secretRef{namespace: obj.Namespace, secret: ref.SecretName, cloud: ref.CloudName}] = true
+		}
 	}
 	users := c.clouds.usersIn(namespaceOf)
 	for _, cl := range c.clouds.all() {
@@ -60,7 +64,11 @@ func (c *Controller) cloudsUp(add func(backend, cloud, namespace string, up bool
 		}
 		cl.mu.Lock()
 		for r := range cl.refs {
-			namespaces[r.namespace] = true
+			// A Secret no Network names any more is forgotten at the
+			// next garbage collection; its namespace goes now.
+			if named[r] {
+				namespaces[r.namespace] = true
+			}
 		}
 		cl.mu.Unlock()
 		for ns := range namespaces {
