@@ -34,6 +34,31 @@ func (r *RequeueAfter) Error() string {
 
 func (r *RequeueAfter) Unwrap() error { return r.Err }
 
+// Waiting, returned (or wrapped) by a sync, is a failure that waits for
+// what only others can give (a quota raised, a network created, ports
+// removed): retried with the queue's backoff and logged as any error, but
+// counted as result "waiting", not "error". The error ratio operators
+// alert on is the manager's and its backends' failures; the object's
+// condition says what it waits for.
+type Waiting struct{ Err error }
+
+func (w *Waiting) Error() string { return w.Err.Error() }
+
+func (w *Waiting) Unwrap() error { return w.Err }
+
+// result is how a sync that returned err is counted.
+func result(err error) string {
+	var after *RequeueAfter
+	var waiting *Waiting
+	switch {
+	case err == nil, errors.As(err, &after): // handled: not a failure
+		return metrics.ResultSuccess
+	case errors.As(err, &waiting):
+		return metrics.ResultWaiting
+	}
+	return metrics.ResultError
+}
+
 // SyncFunc reconciles one key. It must be idempotent and level-triggered: it
 // reads the current state and converges it, whatever happened before.
 type SyncFunc[T comparable] func(ctx context.Context, key T) error
@@ -158,13 +183,9 @@ func (l *Loop[T]) processNext(ctx, workCtx context.Context) bool {
 	start := time.Now()
 	err := l.safeSync(workCtx, key)
 	took := time.Since(start)
+	metrics.ObserveReconcile(l.Name, took, result(err))
 	var after *RequeueAfter
-	if errors.As(err, &after) {
-		metrics.ObserveReconcile(l.Name, took, nil) // handled: not a failure
-	} else {
-		metrics.ObserveReconcile(l.Name, took, err)
-	}
-	if err == nil || after != nil {
+	if err == nil || errors.As(err, &after) {
 		klog.FromContext(workCtx).V(4).Info("Synced", "key", key, "duration", took)
 	}
 	l.handleErr(workCtx, key, err)

@@ -28,9 +28,10 @@ const subsystem = "controller"
 
 var (
 	reconcileTotal = k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
-		Subsystem:      subsystem,
-		Name:           "reconcile_total",
-		Help:           "Number of reconciliations (syncs of one key) per controller and result (success, error).",
+		Subsystem: subsystem,
+		Name:      "reconcile_total",
+		Help: "Number of reconciliations (syncs of one key) per controller and result: success, error, or waiting (retried " +
+			"with backoff while the object waits for what only others can give, a quota or a network to import, as its condition says).",
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"controller", "result"})
 
@@ -87,11 +88,16 @@ func init() {
 	buildInfo.WithLabelValues(v.Version, v.Commit, v.BuildDate, v.GoVersion).Set(1)
 }
 
-// ObserveReconcile records one reconciliation of controller.
-func ObserveReconcile(controller string, d time.Duration, err error) {
-	result := "success"
-	if err != nil {
-		result = "error"
+// The results of a reconciliation (controller_reconcile_total's result).
+const (
+	ResultSuccess = "success"
+	ResultError   = "error"
+	ResultWaiting = "waiting"
+)
+
+// ObserveReconcile records one reconciliation of controller and its result.
+func ObserveReconcile(controller string, d time.Duration, result string) {
+	if result == ResultError {
 		reconcileErrors.WithLabelValues(controller).Inc()
 	}
 	reconcileTotal.WithLabelValues(controller, result).Inc()

@@ -23,8 +23,9 @@ var (
 
 	networkCloudUp = newReported(subsystem+"_network_cloud_up",
 		"Per cloud entry of the Networks' own credentials (cloud names it as conditions and Events do) and per namespace "+
-			"of the Secrets that hold it: 1 while its backend answers, 0 while it is down (credentials refused, unreachable); "+
-			"absent until its first scan. The manager's own cloud is controller_network_backend_up.",
+			"of the Networks that use it (their Secret resolves to it, or they are bound to it): 1 while its backend answers, "+
+			"0 while it is down (credentials refused, unreachable); absent until its first scan and once no Network uses it. "+
+			"The manager's own cloud is controller_network_backend_up.",
 		"backend", "cloud", "network_namespace")
 
 	ingressMovesDraining = newReported(subsystem+"_ingress_moves_draining",

@@ -42,8 +42,9 @@ func serve(t *testing.T) served {
 	q := controller.NewQueue[string]("network")
 	t.Cleanup(q.ShutDown)
 	q.Add("default/net")
-	metrics.ObserveReconcile("network", time.Millisecond, nil)
-	metrics.ObserveReconcile("network", time.Millisecond, errors.New("refused"))
+	metrics.ObserveReconcile("network", time.Millisecond, metrics.ResultSuccess)
+	metrics.ObserveReconcile("network", time.Millisecond, metrics.ResultError)
+	metrics.ObserveReconcile("network", time.Millisecond, metrics.ResultWaiting)
 	metrics.SetLeader(true)
 	metrics.SetNetworkBackendUp("neutron", false)
 	t.Cleanup(metrics.ReportNetworks(func(add func(namespace, ready, reason string)) {

@@ -23,16 +23,21 @@ func (c *Controller) reportMoves(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// moves adds each cached Ingress and HTTPRoute withdrawn from external-dns
-// with how long past the drain it is (negative while it drains): one that
-// stays well past it is stuck (its deletion refused, held by a finalizer,
-// or this controller not syncing its Service).
+// moves adds each cached Ingress and HTTPRoute of a Service (its controller
+// reference) withdrawn from external-dns with how long past the drain it is
+// (negative while it drains): one that stays well past it is stuck (its
+// deletion refused, held by a finalizer, or this controller not syncing its
+// Service). One that no Service controls (orphaned with its Service's
+// deletion) is no move: the controller never deletes it.
 func (c *Controller) moves(add func(kind string, overdue time.Duration)) {
 	now := c.cutover.now()
 	each := func(kind string, objs []any) {
 		for _, o := range objs {
 			obj, ok := o.(metav1.Object)
 			if !ok {
+				continue
+			}
+			if ref := metav1.GetControllerOfNoCopy(obj); ref == nil || !isServiceRef(ref) {
 				continue
 			}
 			if at, withdrawn := withdrawnAt(obj); withdrawn {

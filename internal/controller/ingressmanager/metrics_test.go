@@ -39,6 +39,18 @@ func TestMovesReportWithdrawnObjectsPastTheirDrain(t *testing.T) {
 				i.Annotations[AnnotationDNSWithdrawn] = "yesterday"
 			}},
 			route: []func(*gatewayv1.HTTPRoute){servedAt(1)}},
+		{name: "an Ingress withdrawn long ago that no Service controls (its Service deleted with --cascade=orphan) is no move: the controller never deletes it",
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-time.Hour)), func(i *networkingv1.Ingress) {
+				i.OwnerReferences = nil
+			}},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1)}},
+		{name: "nor an HTTPRoute withdrawn long ago that something else than a Service controls",
+			ingress: []func(*networkingv1.Ingress){withAddress},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-time.Hour)), func(r *gatewayv1.HTTPRoute) {
+				for i := range r.OwnerReferences {
+					r.OwnerReferences[i].Kind = "ConfigMap"
+				}
+			}}},
 		{name: "one controller annotation given back to the user is no withdrawal",
 			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-time.Hour)), func(i *networkingv1.Ingress) {
 				i.Annotations[AnnotationExternalDNSController] = "dns-controller"

@@ -322,6 +322,28 @@ func (s *cloudSet) forget(uid types.UID) {
 	delete(s.bound, uid)
 }
 
+// usersIn returns, by cloud key, the namespaces of the Networks that last
+// resolved to it or are bound to it; namespaceOf gives a Network's
+// namespace by UID ("" when it is gone).
+func (s *cloudSet) usersIn(namespaceOf map[types.UID]string) map[string]map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]map[string]bool{}
+	for _, m := range []map[types.UID]string{s.byUID, s.bound} {
+		for uid, k := range m {
+			ns, ok := namespaceOf[uid]
+			if !ok {
+				continue
+			}
+			if out[k] == nil {
+				out[k] = map[string]bool{}
+			}
+			out[k][ns] = true
+		}
+	}
+	return out
+}
+
 // all returns every cloud held.
 func (s *cloudSet) all() []*cloud {
 	s.mu.Lock()

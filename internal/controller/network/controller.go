@@ -558,17 +558,20 @@ func (c *Controller) failed(ctx context.Context, cl *cloud, cached *samplecrdv1.
 		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("The backend rejected the network: %v", err), got, true)
 		return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
 	}
+	err = fmt.Errorf("reconciling network %s into the backend: %w", cache.MetaObjectToName(cached), err)
 	if cached.Spec.Import != nil && IsNotFound(err) {
 		reason = samplecrdv1.ReasonImportNotFound
 		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Waiting for the network to import, looking again with backoff (it is never created): %v", err), got, false)
-	} else if reason == samplecrdv1.ReasonBackendUnavailable {
-		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Backend not reachable, retrying: %v", err), got, false)
-	} else {
-		// Reachable, but what the request needs is not there yet (quota,
-		// a pool's room): retried with backoff.
-		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Retrying with backoff: %v", err), got, false)
+		return &controller.Waiting{Err: err}
 	}
-	return fmt.Errorf("reconciling network %s into the backend: %w", cache.MetaObjectToName(cached), err)
+	if reason == samplecrdv1.ReasonBackendUnavailable {
+		c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Backend not reachable, retrying: %v", err), got, false)
+		return err
+	}
+	// Reachable, but what the request needs is not there yet (quota, a
+	// pool's room, ports gone): retried with backoff, waiting for others.
+	c.setReady(ctx, cached, metav1.ConditionFalse, reason, fmt.Sprintf("Retrying with backoff: %v", err), got, false)
+	return &controller.Waiting{Err: err}
 }
 
 // syncImport converges a Network that imports an existing backend network:
@@ -720,7 +723,12 @@ func (c *Controller) finalize(ctx context.Context, cached *samplecrdv1.Network) 
 		if IsPermanent(err) {
 			return &controller.RequeueAfter{Delay: c.opts.PermanentRetry, Err: err}
 		}
-		return fmt.Errorf("%s the backend network of %s: %w", strings.ToLower(what), cache.MetaObjectToName(cached), err)
+		err = fmt.Errorf("%s the backend network of %s: %w", strings.ToLower(what), cache.MetaObjectToName(cached), err)
+		if reason == samplecrdv1.ReasonBackendInUse {
+			// Ports of others still on it: waiting for them to go.
+			return &controller.Waiting{Err: err}
+		}
+		return err
 	}
 	if cached.Spec.Detach() {
 		return c.release(ctx, cached, ReasonDetached, fmt.Sprintf("Detached in project %s: our tags removed, the backend network and subnet left as they are", orNull(cl.project())))

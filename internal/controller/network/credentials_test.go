@@ -714,3 +714,135 @@ func metricWith(t *testing.T, name string, match map[string]string) (sum float64
 	}
 	return sum, found
 }
+
+// A cloud that no Secret resolves to any more (pointed at another
+// project, or deleted) but that its Networks are still bound to is
+// reported in their namespace: when it goes down, the tenant-cloud alert
+// names the namespace whose Networks wait for it (their deletion, their
+// return), not an empty one nobody can be told about.
+func TestCloudUpNamesTheNamespaceOfItsBoundNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		repointed bool // the Secret points at project-p2, else it is deleted
+	}{
+		{name: "the Secret now points at another project", repointed: true},
+		{name: "the Secret is deleted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			ns := "bound-metrics"
+			if tc.repointed {
+				ns += "-repointed"
+			}
+			backend := "bound-metrics-test-" + ns
+			sec := newSecrets()
+			sec.set(ns, "creds", cloudsYAML("openstack", "p1-a"))
+			fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+			client := fake.NewClientset(credNetwork(ns, "n", "u1", "10.1.0.0/24", credsRef("creds")))
+			done := runControllerWith(ctx, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), network.Options{
+				Backend: memory.New(), BackendName: backend, GCInterval: 20 * time.Millisecond, DownRetry: 10 * time.Millisecond, DownRetryMax: 20 * time.Millisecond,
+				Credentials: fakeClouds.credentials(sec.get, 10*time.Millisecond)})
+			defer func() { cancel(); <-done }()
+			waitCondition(ctx, t, client, ns, "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+			if tc.repointed {
+				sec.set(ns, "creds", cloudsYAML("openstack", "p2-a"))
+				touchAfterTTL(ctx, t, sec, client, ns, "n")
+				waitCondition(ctx, t, client, ns, "n", metav1.ConditionFalse, samplecrdv1.ReasonCredentialsProjectChanged)
+			} else {
+				sec.mu.Lock()
+				delete(sec.m, types.NamespacedName{Namespace: ns, Name: "creds"})
+				sec.mu.Unlock()
+			}
+			// project-p1's password is revoked: its entry, which n is bound
+			// to, is down from now on.
+			fakeClouds.backend("p1-a").SetFault(func(context.Context, memory.Op, types.UID) error {
+				return &network.Error{Op: "authenticating", Reason: samplecrdv1.ReasonCredentialsRefused, Down: true, Err: errors.New("Keystone refused the entry")}
+			})
+			if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				_, down := metricWith(t, "controller_network_cloud_up", map[string]string{"backend": backend, "cloud": downCloud(t, backend)})
+				return down, nil
+			}); err != nil {
+				t.Fatal("the bound cloud was never reported down")
+			}
+			// Its probes run every 10-20ms: several have read the Secrets.
+			time.Sleep(100 * time.Millisecond)
+			cloud := downCloud(t, backend)
+			if _, present := metricWith(t, "controller_network_cloud_up", map[string]string{"backend": backend, "cloud": cloud, "network_namespace": ""}); present {
+				t.Errorf("controller_network_cloud_up{cloud=%q} is reported in no namespace, want %s, the namespace of the Network bound to it", cloud, ns)
+			}
+			if v, present := metricWith(t, "controller_network_cloud_up", map[string]string{"backend": backend, "cloud": cloud, "network_namespace": ns}); !present || v != 0 {
+				t.Errorf("controller_network_cloud_up{cloud=%q,network_namespace=%q} = %v (present: %v), want 0", cloud, ns, v, present)
+			}
+		})
+	}
+}
+
+// downCloud returns the cloud label of a cloud of backend reported down,
+// "" when there is none.
+func downCloud(t *testing.T, backend string) string {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_network_cloud_up" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["backend"] == backend && m.GetGauge().GetValue() == 0 {
+				return labels["cloud"]
+			}
+		}
+	}
+	return ""
+}
+
+// A namespace whose Networks are all gone is no longer reported for the
+// cloud entry it shared with another namespace (the same clouds.yaml in
+// both): no tenant-cloud alert for a namespace with no Network left (or
+// deleted), until the next garbage collection forgets its Secret.
+func TestCloudUpForgetsANamespaceWithoutNetworks(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const backend = "shared-entry-metrics-test"
+	sec := newSecrets()
+	sec.set("shared-a", "creds", cloudsYAML("openstack", "p1-a"))
+	sec.set("shared-b", "creds", cloudsYAML("openstack", "p1-a"))
+	fakeClouds := &clouds{backends: map[string]*memory.Backend{}}
+	client := fake.NewClientset(credNetwork("shared-a", "n", "u1", "10.1.0.0/24", credsRef("creds")), credNetwork("shared-b", "m", "u2", "10.2.0.0/24", credsRef("creds")))
+	done := runControllerWith(ctx, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(100), network.Options{
+		Backend: memory.New(), BackendName: backend, GCInterval: time.Hour, Credentials: fakeClouds.credentials(sec.get, time.Minute)})
+	defer func() { cancel(); <-done }()
+	waitCondition(ctx, t, client, "shared-a", "n", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	waitCondition(ctx, t, client, "shared-b", "m", metav1.ConditionTrue, samplecrdv1.ReasonProvisioned)
+	reported := func(ns string) bool {
+		_, present := metricWith(t, "controller_network_cloud_up", map[string]string{"backend": backend, "network_namespace": ns})
+		return present
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return reported("shared-a") && reported("shared-b"), nil
+	}); err != nil {
+		t.Fatal("the shared cloud is not reported in both namespaces")
+	}
+	markDeleted(ctx, t, client, "shared-a", "n")
+	waitReleased(ctx, t, client, "shared-a", "n")
+	if err := client.SamplecrdV1().Networks("shared-a").Delete(ctx, "n", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !reported("shared-a"), nil
+	}); err != nil {
+		t.Errorf("controller_network_cloud_up{network_namespace=shared-a} still reported 5s after its last Network went")
+	}
+	if !reported("shared-b") {
+		t.Errorf("controller_network_cloud_up{network_namespace=shared-b} gone with shared-a's Network")
+	}
+}

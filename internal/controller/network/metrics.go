@@ -3,6 +3,7 @@ package network
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-sample/controller-manager/internal/metrics"
 	samplecrdv1 "github.com/kube-sample/controller-manager/pkg/apis/samplecrd/v1"
@@ -34,23 +35,42 @@ func (c *Controller) countNetworks(add func(namespace, ready, reason string)) {
 }
 
 // cloudsUp adds each cloud of the Networks' own credentials that has been
-// scanned, once per namespace of the Secrets that resolve to it ("" when
-// none does any more: its Networks are bound to it by what it made).
+// scanned, once per namespace of the cached Networks that use it: whose
+// Secret resolves to it, or that are bound to it (it acted for them, and
+// they wait for it still when their Secret points elsewhere or is gone). A
+// cloud no Network uses is not reported: it stops at its next scan.
 func (c *Controller) cloudsUp(add func(backend, cloud, namespace string, up bool)) {
+	objs, err := c.lister.List(everything)
+	if err != nil {
+		return
+	}
+	namespaceOf := make(map[types.UID]string, len(objs))
+	named := map[secretRef]bool{}
+	for _, obj := range objs {
+		namespaceOf[obj.UID] = obj.Namespace
+		if ref := obj.Spec.CloudCredentialsRef; ref != nil {
+			named[secretRef{namespace: obj.Namespace, secret: ref.SecretName, cloud: ref.CloudName}] = true
+		}
+	}
+	users := c.clouds.usersIn(namespaceOf)
 	for _, cl := range c.clouds.all() {
 		if cl.state.unknown() {
 			continue
 		}
 		up := cl.state.isUp()
-		namespaces := map[string]bool{}
+		namespaces := users[cl.key]
+		if namespaces == nil {
+			namespaces = map[string]bool{}
+		}
 		cl.mu.Lock()
 		for r := range cl.refs {
-			namespaces[r.namespace] = true
+			// A Secret no Network names any more is forgotten at the
+			// next garbage collection; its namespace goes now.
+			if named[r] {
+				namespaces[r.namespace] = true
+			}
 		}
 		cl.mu.Unlock()
-		if len(namespaces) == 0 {
-			namespaces[""] = true
-		}
 		for ns := range namespaces {
 			add(c.opts.BackendName, cl.description, ns, up)
 		}

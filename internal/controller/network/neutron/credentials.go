@@ -49,11 +49,8 @@ func (c Cloud) Redact(s string) string {
 	for _, v := range c.secrets {
 		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
-	return userInfo.ReplaceAllString(s, "://[redacted]@")
+	return withoutUserInfo(s)
 }
-
-// userInfo finds the user information of a URL in a message.
-var userInfo = regexp.MustCompile(`://[^/@\s]*@`)
 
 // secretsOf returns every value of the entry cloudName of cloudsYAML
 // (and, of a URL, its user information, path, query and fragment, each

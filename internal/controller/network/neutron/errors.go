@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -186,8 +187,18 @@ func describe(err error) error {
 	if len(detail) > 512 {
 		detail = detail[:512] + "..."
 	}
-	return &httpError{summary: fmt.Sprintf("%s %s: %d %s: %s", r.Method, r.URL, r.Actual, http.StatusText(r.Actual), detail), err: err}
+	return &httpError{summary: fmt.Sprintf("%s %s: %d %s: %s", r.Method, withoutUserInfo(r.URL), r.Actual, http.StatusText(r.Actual), detail), err: err}
 }
+
+// userInfo finds the user information of a URL in a message.
+var userInfo = regexp.MustCompile(`://[^/@\s]*@`)
+
+// withoutUserInfo returns s with the user information of every URL in it
+// taken out: a Keystone or Neutron URL may carry credentials (a proxy's
+// basic auth in front of it), and messages become conditions and Events
+// that the readers of Networks see. Go's HTTP client does the same for
+// its own errors.
+func withoutUserInfo(s string) string { return userInfo.ReplaceAllString(s, "://[redacted]@") }
 
 type httpError struct {
 	summary string

@@ -223,7 +223,8 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		ao.AllowReauth = true
 		var err error
 		if pc, err = openstack.NewClient(ao.IdentityEndpoint); err != nil {
-			return nil, fmt.Errorf("invalid Keystone URL %q: %w", ao.IdentityEndpoint, err)
+			// The parser's error quotes the URL, user information included.
+			return nil, errors.New(withoutUserInfo(fmt.Sprintf("invalid Keystone URL %q: %v", ao.IdentityEndpoint, err)))
 		}
 		if opts.HTTPClient != nil {
 			pc.HTTPClient = *opts.HTTPClient
@@ -240,7 +241,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		authCtx, cancel := context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 		if err := authenticate(authCtx, pc, &ao); err != nil {
-			return nil, fmt.Errorf("authenticating to Keystone v3 at %s as %s: %w", ao.IdentityEndpoint, who(ao), describe(err))
+			return nil, fmt.Errorf("authenticating to Keystone v3 at %s as %s: %w", withoutUserInfo(ao.IdentityEndpoint), who(ao), describe(err))
 		}
 	}
 

@@ -344,6 +344,63 @@ func TestReauthenticatesWhenTheTokenExpires(t *testing.T) {
 	}
 }
 
+// TestCreatedThenTaggingRefusedWithTheLoginRefused: Neutron answers 401
+// to a create (the token revoked), or creates the network (or the subnet)
+// and then answers 401 to its tagging, and Keystone refuses the new login:
+// the create fails as the credentials' (down, CredentialsRefused), and its
+// retry, by the same process or by a restarted one (killed between the 401
+// and the login), creates at once what the refused request did not make
+// (nothing awaited) and adopts what the create made: one network and one
+// subnet, both tagged, none made twice.
+func TestCreatedThenTaggingRefusedWithTheLoginRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, route string
+		restarted   bool
+	}{
+		{name: "the network's create", route: "POST /v2.0/networks"},
+		{name: "the subnet's create", route: "POST /v2.0/subnets"},
+		{name: "the network's tagging", route: "PUT /v2.0/networks/{id}/tags"},
+		{name: "the network's tagging, retried by a restarted process", route: "PUT /v2.0/networks/{id}/tags", restarted: true},
+		{name: "the subnet's tagging", route: "PUT /v2.0/subnets/{id}/tags"},
+		{name: "the subnet's tagging, retried by a restarted process", route: "PUT /v2.0/subnets/{id}/tags", restarted: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			cloud := neutrontest.Get(t)
+			proxy := cloud.NewProxy(t)
+			opts := neutron.Options{ManagedBy: neutrontest.UniqueManagedBy()}
+			b := proxy.Backend(t, cloud, opts)
+			ex := example()
+			proxy.FailRoute(tc.route, http.StatusUnauthorized, 1)
+			proxy.FailRoute("POST /v3/auth/tokens", http.StatusUnauthorized, 1)
+			_, err := b.CreateNew(ctx, ex)
+			if !network.IsDown(err) || network.Reason(err) != samplecrdv1.ReasonCredentialsRefused {
+				t.Fatalf("CreateNew with the tagging refused, then the login = %v, want a down error of reason CredentialsRefused", err)
+			}
+			if tc.restarted {
+				b = proxy.Backend(t, cloud, opts)
+			}
+			got, err := b.Create(ctx, ex)
+			if err != nil {
+				t.Fatalf("Create once Keystone accepts again: %v", err)
+			}
+			subnets := proxy.Count("POST /v2.0/subnets")
+			if tc.route == "POST /v2.0/subnets" {
+				subnets-- // the refused one
+			}
+			if n := len(proxy.CreatedNetworks()); n != 1 || subnets != 1 {
+				t.Errorf("%d networks and %d subnets created, want one of each", n, subnets)
+			}
+			if again, err := b.Get(ctx, ex.UID); err != nil || again.NetworkID != got.NetworkID || again.SubnetID != got.SubnetID {
+				t.Errorf("Get = %+v, %v; want the network and subnet Create adopted (%s, %s), tagged as the Network's", again, err, got.NetworkID, got.SubnetID)
+			}
+			if err := b.Delete(ctx, *got); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestAuthenticationRetriesAGatewayError: Keystone's gateway answering 502
 // to the first token requests (as the fault suite saw once, Keystone
 // dropping a connection under load) does not fail New; 502 until the
