@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -92,7 +93,7 @@ type Carried struct {
 	// (true), which redirects the hosts of an nginx Ingress's spec.tls: a
 	// caller migrating such an Ingress renders it as HTTPSRedirect{308,
 	// false}. The HTTPRoute of a Service does not carry it (see
-	// serviceBlocking).
+	// onService).
 	HTTPSRedirect *HTTPSRedirect
 	// BackendTLS is the validation of the BackendTLSPolicy the backend
 	// needs (backend-protocol HTTPS), nil for none; its keys always block,
@@ -101,7 +102,7 @@ type Carried struct {
 	// Canary is the weight of an ingress-nginx canary Ingress, nil for
 	// none: its backend joins the rule of the main Ingress of its host and
 	// path (canaryBackends). The HTTPRoute of a Service, which no other
-	// route merges with, does not carry it (see serviceBlocking).
+	// route merges with, does not carry it (see onService).
 	Canary *CanaryWeight
 	// Keys lists the keys carried, sorted: rendered, or without effect on
 	// a route (Effects says which).
@@ -119,6 +120,10 @@ type Carried struct {
 	// on trust.
 	Unverified []features.FeatureName
 
+	// keyFeatures are the features each key carried needs.
+	keyFeatures map[string][]features.FeatureName
+	// verified: the features were checked against the Gateway class's.
+	verified bool
 	// The parts Filters are made of, for RuleFilters.
 	requestHeaders *gatewayv1.HTTPHeaderFilter
 	rewrite        *gatewayv1.HTTPURLRewriteFilter
@@ -179,11 +184,17 @@ func prefixed(prefix string, names []string) []string {
 	return out
 }
 
+// The keys of the rows a Service's HTTPRoute does not carry (onService).
+var (
+	httpsRedirectKeys = nginx("ssl-redirect", "force-ssl-redirect", "preserve-trailing-slash")
+	canaryKeys        = nginx("canary", "canary-weight", "canary-weight-total")
+)
+
 var translationRows = []TranslationRow{
 	{
 		Title:  "HTTP to HTTPS redirect",
 		Reader: "ingress-nginx",
-		Keys:   nginx("ssl-redirect", "force-ssl-redirect", "preserve-trailing-slash"),
+		Keys:   httpsRedirectKeys,
 		Features: []features.FeatureName{
 			features.SupportHTTPRouteSchemeRedirect, features.SupportHTTPRoute308RedirectStatusCode,
 		},
@@ -304,7 +315,7 @@ var translationRows = []TranslationRow{
 	{
 		Title:  "Canary by weight",
 		Reader: "ingress-nginx",
-		Keys:   nginx("canary", "canary-weight", "canary-weight-total"),
+		Keys:   canaryKeys,
 		Renders: "`Canary`: the canary's backend joins the rule of the main Ingress of its host and path with weight `canary-weight`, " +
 			"the main backend's `canary-weight-total` (default 100) minus it (`canaryBackends`); `canary: false` renders nothing. A " +
 			"Service's HTTPRoute is its own route, which no Gateway merges with another: there it blocks",
@@ -393,8 +404,13 @@ func (u UntranslatableKeys) matchesKey(key string) bool {
 // It is a pure function of its arguments and never fails: a bad value
 // blocks its key, saying what is wrong.
 func translate(ann map[string]string, supported sets.Set[features.FeatureName]) Carried {
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(ann)), translated) {
+		return Carried{verified: supported != nil}
+	}
 	t := &translator{ann: map[string]string{}, supported: supported, done: map[string]bool{}}
 	t.c.Effects = map[string]string{}
+	t.c.keyFeatures = map[string][]features.FeatureName{}
+	t.c.verified = supported != nil
 	for k, v := range ann {
 		if translated(k) {
 			t.ann[k] = v
@@ -427,7 +443,6 @@ type translator struct {
 	ann       map[string]string
 	supported sets.Set[features.FeatureName]
 	done      map[string]bool
-	features  sets.Set[features.FeatureName]
 	c         Carried
 }
 
@@ -460,8 +475,12 @@ func (t *translator) block(key, why string) {
 
 func (t *translator) blockAccess(key string) {
 	t.done[key] = true
-	t.c.Blocking = append(t.c.Blocking, BlockedKey{Key: key, Access: true,
-		Why: "restricts who may reach the backend, which an HTTPRoute does not enforce"})
+	t.c.Blocking = append(t.c.Blocking, accessKey(key))
+}
+
+// accessKey is key, which restricts access, as a blocking key.
+func accessKey(key string) BlockedKey {
+	return BlockedKey{Key: key, Access: true, Why: "restricts who may reach the backend, which an HTTPRoute does not enforce"}
 }
 
 // blockBad blocks key for its value v, which is not what the reader
@@ -487,10 +506,9 @@ func (t *translator) supports(keys []string, fs ...features.FeatureName) bool {
 		}
 	}
 	if len(missing) == 0 {
-		if t.features == nil {
-			t.features = sets.New[features.FeatureName]()
+		for _, k := range keys {
+			t.c.keyFeatures[k] = append(t.c.keyFeatures[k], fs...)
 		}
-		t.features.Insert(fs...)
 		return true
 	}
 	for _, k := range keys {
@@ -535,13 +553,64 @@ func (t *translator) int(key string) (value int, set, ok bool) {
 func (t *translator) finish() {
 	c := &t.c
 	c.Filters = c.RuleFilters("")
+	c.recount()
+}
+
+// recount sorts the lists and gathers the features of the keys carried.
+func (c *Carried) recount() {
 	slices.Sort(c.Keys)
 	slices.SortFunc(c.Blocking, func(a, b BlockedKey) int { return strings.Compare(a.Key, b.Key) })
-	if t.features != nil {
-		c.Features = sets.List(t.features)
-		if t.supported == nil {
+	fs := sets.New[features.FeatureName]()
+	for _, k := range c.Keys {
+		fs.Insert(c.keyFeatures[k]...)
+	}
+	c.Features, c.Unverified = nil, nil
+	if fs.Len() > 0 {
+		c.Features = sets.List(fs)
+		if !c.verified {
 			c.Unverified = c.Features
 		}
+	}
+}
+
+// uncarry moves those of keys that were carried to Blocking, for why.
+func (c *Carried) uncarry(keys []string, why string) {
+	for _, k := range keys {
+		if i := slices.Index(c.Keys, k); i >= 0 {
+			c.Keys = slices.Delete(c.Keys, i, i+1)
+			delete(c.Effects, k)
+			c.Blocking = append(c.Blocking, BlockedKey{Key: k, Why: why})
+		}
+	}
+	c.recount()
+}
+
+// onService takes out of c what the one HTTPRoute of a Service cannot
+// carry: the HTTPS redirect, which takes a second route, when it applies
+// (always with force-ssl-redirect; with ssl-redirect when the Service has
+// TLS, that is ingress/tls-secret), and a canary, which no Gateway merges
+// with another route.
+func (c *Carried) onService(tls bool) {
+	if r := c.HTTPSRedirect; r != nil {
+		if r.Force || tls {
+			c.uncarry(httpsRedirectKeys, "asks for a redirect of plain HTTP to HTTPS, which takes a second HTTPRoute on the Gateway's "+
+				"plain-HTTP listeners where a Service has one route: redirect on the Gateway side (an HTTPRoute on its HTTP listener "+
+				"with a RequestRedirect filter of scheme https), then acknowledge the key")
+		} else {
+			for _, k := range httpsRedirectKeys {
+				if _, ok := c.Effects[k]; ok {
+					c.Effects[k] = "nothing: ingress-nginx redirects only hosts with TLS, and the Service has no ingress/tls-secret"
+					c.keyFeatures[k] = nil
+				}
+			}
+			c.recount()
+		}
+		c.HTTPSRedirect = nil
+	}
+	if c.Canary != nil {
+		c.uncarry(canaryKeys, "makes the Ingress a canary, which ingress-nginx merges into the main Ingress of its host and path, "+
+			"where a Gateway merges no route with another: weight both backends in one route's backendRefs, then acknowledge the key")
+		c.Canary = nil
 	}
 }
 
@@ -620,19 +689,10 @@ func (c *Carried) checkPaths(paths []string) {
 	}
 	for _, p := range paths {
 		if p != c.RewriteTarget && strings.ContainsAny(p, `()[]{}*+?|^$\`) {
-			key := nginxPrefix + "rewrite-target"
-			c.RewriteTarget = ""
-			c.rewrite.Path = nil
-			c.requestHeaders = nil
-			c.Keys = slices.DeleteFunc(c.Keys, func(k string) bool { return k == key || k == nginxPrefix+"x-forwarded-prefix" })
-			delete(c.Effects, key)
-			c.Blocking = append(c.Blocking, BlockedKey{Key: key, Why: fmt.Sprintf(
-				"makes ingress-nginx take the path %s for a regular expression, which a route's path match is not", quote(p))})
-			if _, ok := c.Effects[nginxPrefix+"x-forwarded-prefix"]; ok {
-				delete(c.Effects, nginxPrefix+"x-forwarded-prefix")
-				c.Blocking = append(c.Blocking, BlockedKey{Key: nginxPrefix + "x-forwarded-prefix", Why: "goes with rewrite-target, which blocks"})
-			}
-			slices.SortFunc(c.Blocking, func(a, b BlockedKey) int { return strings.Compare(a.Key, b.Key) })
+			c.RewriteTarget, c.rewrite.Path, c.requestHeaders = "", nil, nil
+			c.uncarry(nginx("rewrite-target"), fmt.Sprintf(
+				"makes ingress-nginx take the path %s for a regular expression, which a route's path match is not", quote(p)))
+			c.uncarry(nginx("x-forwarded-prefix"), "goes with rewrite-target, which blocks")
 			c.Filters = c.RuleFilters("")
 			return
 		}
@@ -1101,9 +1161,6 @@ func (t *translator) backendTLS() {
 			"for the Service with caCertificateRefs [ConfigMap %s] and hostname %s, then acknowledge the key",
 			quote(secret), quote(ref), quote(ref), quote(name))
 	}
-	if t.c.BackendTLS != nil {
-		t.supports(nil, features.SupportBackendTLSPolicy)
-	}
 	t.blockRest(keys, why)
 }
 
@@ -1270,6 +1327,13 @@ func (t *translator) canary() {
 	on := t.setKeys(keys)
 	if len(on) == 0 {
 		return
+	}
+	for _, k := range nginx("canary-by-header", "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie") {
+		if _, ok := t.ann[k]; ok {
+			t.present(keys...)
+			t.blockRest(keys, "goes with "+strings.TrimPrefix(k, nginxPrefix)+", which blocks: the canary is not chosen by weight alone")
+			return
+		}
 	}
 	enabled, _, ok1 := t.bool(keys[0])
 	weight, _, ok2 := t.int(keys[1])
