@@ -31,24 +31,12 @@ func translationReference(_ string, files map[string][]byte) error {
 		"## Carried\n\n" +
 		"| keys | read by | Gateway API feature | renders | semantics | proof |\n|---|---|---|---|---|---|\n")
 	for _, row := range ingressmanager.TranslationRows() {
-		keys := make([]string, len(row.Keys))
-		for i, k := range row.Keys {
-			keys[i] = "`" + k + "`"
-		}
 		feats := "core"
 		if len(row.Features) > 0 {
-			names := make([]string, len(row.Features))
-			for i, f := range row.Features {
-				names[i] = "`" + string(f) + "`"
-			}
-			feats = "extended: " + strings.Join(names, ", ")
+			feats = "extended: " + codeList("", row.Features)
 		}
-		proof := make([]string, len(row.Proof))
-		for i, p := range row.Proof {
-			proof[i] = "`" + p + "`"
-		}
-		fmt.Fprintf(&b, "| **%s**: %s | %s | %s | %s | [%s docs](%s) | %s |\n", cell(row.Title), strings.Join(keys, ", "),
-			cell(row.Reader), feats, cell(row.Renders), cell(row.Reader), row.Docs, strings.Join(proof, ", "))
+		fmt.Fprintf(&b, "| **%s**: %s | %s | %s | %s | [%s docs](%s) | %s |\n", cell(row.Title), codeList("", row.Keys),
+			cell(row.Reader), feats, cell(row.Renders), cell(row.Reader), row.Docs, codeList("", row.Proof))
 	}
 	b.WriteString("\nProofs name tests of `internal/controller/ingressmanager` (`go test ./internal/controller/ingressmanager/ -run <name>`); " +
 		"`FuzzTranslate` checks every rendering against the HTTPRoute CRD's patterns and rules.\n\n" +
@@ -60,20 +48,21 @@ func translationReference(_ string, files map[string][]byte) error {
 		if f.Prefix != "nginx.ingress.kubernetes.io/" && f.Prefix != "traefik.ingress.kubernetes.io/" {
 			continue
 		}
-		keys := make([]string, len(f.Access))
-		for i, a := range f.Access {
-			keys[i] = "`" + f.Prefix + a + "`"
-		}
 		fmt.Fprintf(&b, "| %s | %s | restricts who may reach the backend, which an HTTPRoute does not enforce (Warning `AccessControlOnIngress`); instead: %s |\n",
-			strings.Join(keys, ", "), cell(f.Reader), cell(f.Instead))
+			codeList(f.Prefix, f.Access), cell(f.Reader), cell(f.Instead))
 	}
 	for _, u := range ingressmanager.UntranslatableRows() {
-		keys := make([]string, len(u.Keys))
-		for i, k := range u.Keys {
-			keys[i] = "`" + k + "`"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", strings.Join(keys, ", "), cell(u.Reader), cell(u.Why))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", codeList("", u.Keys), cell(u.Reader), cell(u.Why))
 	}
 	files["docs/reference/translations.md"] = []byte(b.String())
 	return nil
+}
+
+// codeList joins items, each after prefix, as code, separated by commas.
+func codeList[S ~string](prefix string, items []S) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = "`" + prefix + string(it) + "`"
+	}
+	return strings.Join(out, ", ")
 }
