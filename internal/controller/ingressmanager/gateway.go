@@ -64,6 +64,10 @@ type gatewayAPI struct {
 	// or GatewayClasses cannot be listed. What a class supports
 	// (status.supportedFeatures) decides what its routes carry (classOf).
 	classes atomic.Pointer[cache.Indexer]
+	// classFeatures holds, by class name, the set of the features the
+	// class's cached version lists (a supportedByVersion), so that a sync
+	// does not build it again.
+	classFeatures sync.Map
 	// enqueueRoute brings back the Service of a route whose Gateway's
 	// verdict (untilServes) changed.
 	enqueueRoute func(route any)
@@ -420,8 +424,14 @@ func (g *gatewayAPI) watchClasses() (*classWatch, error) {
 			g.enqueueGatewayServices()
 		}
 	}
-	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		// The classes listed first are those of the cache published with
+		// the Gateway API's answer, which brings every Service back.
+		AddFunc: func(obj any, isInInitialList bool) {
+			if !isInInitialList {
+				enqueue(obj)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*gatewayv1.GatewayClass)
 			n, ok2 := newObj.(*gatewayv1.GatewayClass)
@@ -485,11 +495,22 @@ func (g *gatewayAPI) classOf(ref GatewayRef) (string, sets.Set[features.FeatureN
 	if err != nil || !exists || !ok || len(gc.Status.SupportedFeatures) == 0 {
 		return class, nil
 	}
+	if v, ok := g.classFeatures.Load(class); ok && v.(supportedByVersion).version == gc.ResourceVersion {
+		return class, v.(supportedByVersion).features
+	}
 	supported := sets.New[features.FeatureName]()
 	for _, f := range gc.Status.SupportedFeatures {
 		supported.Insert(features.FeatureName(f.Name))
 	}
+	g.classFeatures.Store(class, supportedByVersion{gc.ResourceVersion, supported})
 	return class, supported
+}
+
+// supportedByVersion is what one version of a GatewayClass supports; the
+// set is never changed once stored.
+type supportedByVersion struct {
+	version  string
+	features sets.Set[features.FeatureName]
 }
 
 // routeList returns the routes indexed under Gateway key.

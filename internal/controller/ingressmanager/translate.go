@@ -2,7 +2,6 @@ package ingressmanager
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -404,7 +403,7 @@ func (u UntranslatableKeys) matchesKey(key string) bool {
 // It is a pure function of its arguments and never fails: a bad value
 // blocks its key, saying what is wrong.
 func translate(ann map[string]string, supported sets.Set[features.FeatureName]) Carried {
-	if !slices.ContainsFunc(slices.Collect(maps.Keys(ann)), translated) {
+	if !anyTranslated(ann) {
 		return Carried{verified: supported != nil}
 	}
 	t := &translator{ann: map[string]string{}, supported: supported, done: map[string]bool{}}
@@ -436,6 +435,16 @@ func translate(ann map[string]string, supported sets.Set[features.FeatureName]) 
 	}
 	t.finish()
 	return t.c
+}
+
+// anyTranslated reports whether ann has a key of a family the table reads.
+func anyTranslated(ann map[string]string) bool {
+	for k := range ann {
+		if translated(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // translator holds one translation while the rows read their keys.

@@ -218,3 +218,40 @@ func TestServiceRouteCarries(t *testing.T) {
 		})
 	}
 }
+
+// TestClassOf: what a Gateway's class supports is its status's list, once
+// per version of the class; not known when the Gateway, the class or its
+// list is not.
+func TestClassOf(t *testing.T) {
+	f := newSyncFixture(t)
+	g := f.c.gateway
+	if class, s := g.classOf(GatewayRef{Namespace: "default", Name: "unknown"}); class != "" || s != nil {
+		t.Errorf("unknown Gateway: %q, %v", class, s)
+	}
+	if class, s := g.classOf(GatewayRef{Namespace: "default", Name: "gw"}); class != "" || s != nil {
+		t.Errorf("Gateway without a class: %q, %v", class, s)
+	}
+	f.withClass("example")
+	if class, s := g.classOf(GatewayRef{Namespace: "default", Name: "gw"}); class != "example" || s != nil {
+		t.Errorf("a class that lists nothing: %q, %v", class, s)
+	}
+	f.withClass("example", features.SupportHTTPRouteCORS)
+	class, s := g.classOf(GatewayRef{Namespace: "default", Name: "gw"})
+	if class != "example" || s.Len() != 1 || !s.Has(features.SupportHTTPRouteCORS) {
+		t.Errorf("a class that lists CORS: %q, %v", class, s)
+	}
+	if _, again := g.classOf(GatewayRef{Namespace: "default", Name: "gw"}); reflect.ValueOf(again).Pointer() != reflect.ValueOf(s).Pointer() {
+		t.Error("the same version of the class built its set again")
+	}
+	classes := *g.classes.Load()
+	obj, _, _ := classes.GetByKey("example")
+	gc := obj.(*gatewayv1.GatewayClass).DeepCopy()
+	gc.ResourceVersion = "2"
+	gc.Status.SupportedFeatures = append(gc.Status.SupportedFeatures, gatewayv1.SupportedFeature{Name: "HTTPRoutePathRewrite"})
+	if err := classes.Update(gc); err != nil {
+		t.Fatal(err)
+	}
+	if _, s := g.classOf(GatewayRef{Namespace: "default", Name: "gw"}); s.Len() != 2 {
+		t.Errorf("a new version of the class: %v", s)
+	}
+}
