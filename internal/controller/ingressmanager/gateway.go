@@ -369,8 +369,9 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 
 // gatewayHandler brings back the Services whose routes are for a Gateway
 // whose verdict (untilGatewayServes) changed: added, deleted, programmed,
-// given an address or losing it. Other changes of a Gateway (and resyncs)
-// change nothing of a route's.
+// given an address or losing it; and every Service on a Gateway when a
+// Gateway is added after the first list or changes class. Other changes
+// of a Gateway (and resyncs) change nothing of a route's.
 func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		key, err := controller.ObjectKey(obj) // a tombstone's too
@@ -381,11 +382,27 @@ func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHan
 			g.enqueueRoute(route)
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+	// A Gateway's class decides what the routes of the Services on it
+	// carry, and which of those Services stay on their Ingress: those
+	// have no route to be found by.
+	classChanged := func() {
+		if g.enqueueGatewayServices != nil {
+			g.enqueueGatewayServices()
+		}
+	}
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			enqueue(obj)
+			if !isInInitialList {
+				classChanged()
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*gatewayv1.Gateway)
 			n, ok2 := newObj.(*gatewayv1.Gateway)
+			if ok1 && ok2 && o.Spec.GatewayClassName != n.Spec.GatewayClassName {
+				classChanged()
+			}
 			if ok1 && ok2 && untilGatewayServes(o) == untilGatewayServes(n) {
 				return
 			}

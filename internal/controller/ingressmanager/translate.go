@@ -856,7 +856,7 @@ func (t *translator) redirect() {
 			t.carry(k, "nothing: "+strings.TrimPrefix(urlKey, nginxPrefix)+" wins")
 			continue
 		}
-		t.carry(k, fmt.Sprintf("a RequestRedirect (%d) to %s", code, raw))
+		t.carry(k, fmt.Sprintf("a RequestRedirect (%d) to %s", code, quote(raw)))
 	}
 }
 
@@ -950,7 +950,7 @@ func (t *translator) appRoot() {
 		return
 	}
 	t.c.AppRoot = v
-	t.carry(key, "a rule redirecting / to "+v+" (302)")
+	t.carry(key, "a rule redirecting / to "+quote(v)+" (302)")
 }
 
 func (t *translator) rewriteTarget() {
@@ -981,7 +981,7 @@ func (t *translator) rewriteTarget() {
 		t.c.rewrite = &gatewayv1.HTTPURLRewriteFilter{}
 	}
 	t.c.rewrite.Path = &gatewayv1.HTTPPathModifier{Type: gatewayv1.FullPathHTTPPathModifier, ReplaceFullPath: ptr.To(v)}
-	t.carry(key, "a URLRewrite of the whole path to "+v)
+	t.carry(key, "a URLRewrite of the whole path to "+quote(v))
 }
 
 // redirected carries key, which changes the proxied request, as without
@@ -1013,7 +1013,7 @@ func (t *translator) upstreamVhost() {
 		t.c.rewrite = &gatewayv1.HTTPURLRewriteFilter{}
 	}
 	t.c.rewrite.Hostname = ptr.To(gatewayv1.PreciseHostname(host))
-	t.carry(key, "a URLRewrite of the Host header to "+host)
+	t.carry(key, "a URLRewrite of the Host header to "+quote(host))
 }
 
 // headerValue is the HTTPRoute CRD's pattern of a header value (of its
@@ -1042,7 +1042,7 @@ func (t *translator) xForwardedPrefix() {
 		return
 	}
 	t.c.requestHeaders = &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "X-Forwarded-Prefix", Value: v}}}
-	t.carry(key, "a RequestHeaderModifier setting X-Forwarded-Prefix: "+v)
+	t.carry(key, "a RequestHeaderModifier setting X-Forwarded-Prefix to "+quote(v))
 }
 
 // maxGatewaySeconds is the longest Gateway API Duration in whole hours

@@ -79,7 +79,7 @@ func TestServiceRouteCarries(t *testing.T) {
 				r.Spec.Rules[0].BackendRefs = nil
 			},
 			events:  []string{ReasonCarriedToHTTPRoute, ReasonHTTPRouteCreated},
-			message: "HTTPRoute my-nginx carries from ingress/annotations: nginx.ingress.kubernetes.io/permanent-redirect (a RequestRedirect (308) to https://new.example.com/)"},
+			message: "HTTPRoute my-nginx carries from ingress/annotations: nginx.ingress.kubernetes.io/permanent-redirect (a RequestRedirect (308) to \"https://new.example.com/\")"},
 		{name: "app root, CORS, timeouts and a rewrite together; other annotations still copied",
 			ann: map[string]string{nginxPrefix + "app-root": "/app", nginxPrefix + "enable-cors": "true", nginxPrefix + "proxy-read-timeout": "30",
 				nginxPrefix + "rewrite-target": "/v1", "team.example.com/owner": "shop"},

@@ -24,7 +24,8 @@ import (
 // keeps the Service on its Ingress; and once the Gateway's class says it
 // does not support CORS (its status, read by the controller's
 // GatewayClass informer), the Service that needs it goes back to an
-// Ingress.
+// Ingress. What was rendered reads back as written: a restart writes
+// nothing.
 func TestRouteCarriesIngressNginxAnnotations(t *testing.T) {
 	e := setup(t)
 	class := "narrow-" + e.NS
@@ -77,6 +78,18 @@ func TestRouteCarriesIngressNginxAnnotations(t *testing.T) {
 	e.WaitEvent("blocked", corev1.EventTypeWarning, "NotCarriedToHTTPRoute", p+"limit-rps limits the rate")
 	if e.routeExists("blocked") {
 		t.Error("a route was made for a Service whose key cannot be carried")
+	}
+
+	// What was rendered reads back as written: a restart writes nothing.
+	if err := e.M.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	for _, name := range []string{"carried", "redirect", "blocked"} {
+		e.WaitSynced(name, 1)
+	}
+	if got := e.Writes.Writes(""); got != 0 {
+		t.Errorf("writes after a restart with converged state = %d, want 0 (%s)", got, e.Writes)
 	}
 
 	// The class says what it supports, without CORS: the Service that
