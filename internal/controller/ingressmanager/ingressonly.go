@@ -103,10 +103,10 @@ func (f *IngressOnlyFamily) restrictsAccess(key string) bool {
 	})
 }
 
-// parseAcknowledged reads v, the value of ingress/gateway-acknowledged:
-// keys, separated by commas, or "*" for all of them.
-func parseAcknowledged(v string) (keys []string, all bool) {
-	for k := range strings.SplitSeq(v, ",") {
+// parseAcknowledged reads ingress/gateway-acknowledged of ann: keys,
+// separated by commas, or "*" for all of them.
+func parseAcknowledged(ann map[string]string) (keys []string, all bool) {
+	for k := range strings.SplitSeq(ann[AnnotationGatewayAcknowledged], ",") {
 		switch k = strings.TrimSpace(k); k {
 		case "":
 		case "*":

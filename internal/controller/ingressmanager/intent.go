@@ -519,7 +519,7 @@ func (b *Builder) Parse(svc *corev1.Service) *Intent {
 		}
 	}
 	if in.Target == TargetHTTPRoute {
-		in.acked, in.ackAll = parseAcknowledged(ann[AnnotationGatewayAcknowledged])
+		in.acked, in.ackAll = parseAcknowledged(ann)
 		in.carry("", nil)
 	}
 	if b.urlAnnotation != "" && in.Host != "" && !strings.HasPrefix(in.Host, "*") {
