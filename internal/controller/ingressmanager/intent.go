@@ -539,7 +539,7 @@ func (b *Builder) Parse(svc *corev1.Service) *Intent {
 func (in *Intent) carry(class string, supported sets.Set[features.FeatureName]) {
 	c := translate(in.Annotations, supported)
 	c.checkPaths([]string{in.Path})
-	c.onService(in.TLSSecret != "")
+	c.forOneRoute(in.TLSSecret != "")
 	for k := range in.Annotations {
 		if f := family(k); f != nil && !translated(k) && f.restrictsAccess(k) {
 			c.Blocking = append(c.Blocking, accessKey(k))

@@ -72,7 +72,14 @@ type CanaryWeight struct {
 }
 
 // Carried is what a set of annotations adds to an HTTPRoute (and to the
-// policies of its backends), as translate renders it.
+// policies of its backends), as translate renders it. A caller renders it
+// in this order: translate; checkPaths with the paths of the route's
+// rules; forOneRoute unless it also makes the HTTPS redirect's route and
+// merges canaries (canaryBackends); the keys of Blocking that
+// ingress/gateway-acknowledged lists left off, the others holding the
+// object on its Ingress; then applyTo the route. Keys carries exactly what
+// the route (with HTTPSRedirect, Canary) renders: a caller that renders a
+// part of it otherwise, or not at all, must block its keys.
 type Carried struct {
 	// Filters are every rule's filters, in order, for a rule whose path is
 	// not RewriteTarget (see RuleFilters and applyTo).
@@ -91,8 +98,7 @@ type Carried struct {
 	// plain HTTP to HTTPS. ssl-redirect absent is ingress-nginx's default
 	// (true), which redirects the hosts of an nginx Ingress's spec.tls: a
 	// caller migrating such an Ingress renders it as HTTPSRedirect{308,
-	// false}. The HTTPRoute of a Service does not carry it (see
-	// onService).
+	// false}. One route alone does not carry it (see forOneRoute).
 	HTTPSRedirect *HTTPSRedirect
 	// BackendTLS is the validation of the BackendTLSPolicy the backend
 	// needs (backend-protocol HTTPS), nil for none; its keys always block,
@@ -100,8 +106,8 @@ type Carried struct {
 	BackendTLS *gatewayv1.BackendTLSPolicyValidation
 	// Canary is the weight of an ingress-nginx canary Ingress, nil for
 	// none: its backend joins the rule of the main Ingress of its host and
-	// path (canaryBackends). The HTTPRoute of a Service, which no other
-	// route merges with, does not carry it (see onService).
+	// path (canaryBackends). One route alone, which no Gateway merges with
+	// another, does not carry it (see forOneRoute).
 	Canary *CanaryWeight
 	// Keys lists the keys carried, sorted: rendered, or without effect on
 	// a route (Effects says which).
@@ -183,7 +189,7 @@ func prefixed(prefix string, names []string) []string {
 	return out
 }
 
-// The keys of the rows a Service's HTTPRoute does not carry (onService).
+// The keys of the rows one route alone does not carry (forOneRoute).
 var (
 	httpsRedirectKeys = nginx("ssl-redirect", "force-ssl-redirect", "preserve-trailing-slash")
 	canaryKeys        = nginx("canary", "canary-weight", "canary-weight-total")
@@ -594,21 +600,21 @@ func (c *Carried) uncarry(keys []string, why string) {
 	c.recount()
 }
 
-// onService takes out of c what the one HTTPRoute of a Service cannot
-// carry: the HTTPS redirect, which takes a second route, when it applies
-// (always with force-ssl-redirect; with ssl-redirect when the Service has
-// TLS, that is ingress/tls-secret), and a canary, which no Gateway merges
-// with another route.
-func (c *Carried) onService(tls bool) {
+// forOneRoute takes out of c what one HTTPRoute alone cannot carry, for a
+// caller that makes one route and no other object: the HTTPS redirect,
+// which takes a second route, when it applies (always with
+// force-ssl-redirect; with ssl-redirect when tls, the object has TLS), and
+// a canary, which no Gateway merges with another route.
+func (c *Carried) forOneRoute(tls bool) {
 	if r := c.HTTPSRedirect; r != nil {
 		if r.Force || tls {
 			c.uncarry(httpsRedirectKeys, "asks for a redirect of plain HTTP to HTTPS, which takes a second HTTPRoute on the Gateway's "+
-				"plain-HTTP listeners where a Service has one route: redirect on the Gateway side (an HTTPRoute on its HTTP listener "+
-				"with a RequestRedirect filter of scheme https), then acknowledge the key")
+				"plain-HTTP listeners where the controller makes one route: redirect on the Gateway side (an HTTPRoute on its HTTP "+
+				"listener with a RequestRedirect filter of scheme https), then acknowledge the key")
 		} else {
 			for _, k := range httpsRedirectKeys {
 				if _, ok := c.Effects[k]; ok {
-					c.Effects[k] = "nothing: ingress-nginx redirects only hosts with TLS, and the Service has no ingress/tls-secret"
+					c.Effects[k] = "nothing: ingress-nginx redirects only hosts with TLS, and there is none (no ingress/tls-secret or spec.tls)"
 					c.keyFeatures[k] = nil
 				}
 			}
