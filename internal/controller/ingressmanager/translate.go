@@ -221,7 +221,8 @@ var translationRows = []TranslationRow{
 		},
 		Renders: "a `RequestRedirect` filter with the URL's scheme, host, port (when given) and path (`ReplaceFullPath`, `/` when the URL " +
 			"has none), status `permanent-redirect-code` (default 301) or `temporal-redirect-code` (default 302); the rule loses its " +
-			"backendRefs. `temporal-redirect` wins over `permanent-redirect`, as in ingress-nginx. A URL with a query, a fragment, " +
+			"backendRefs. ingress-nginx's Location is the URL alone; a Gateway may keep the request's query string. " +
+			"`temporal-redirect` wins over `permanent-redirect`, as in ingress-nginx. A URL with a query, a fragment, " +
 			"user info, an nginx variable or no http(s) scheme blocks; so does a code the Gateway API has no value for (300, 304, 305, 306) " +
 			"or one ingress-nginx replaces by its default (outside 300-308, 300-307 for temporal)",
 		Docs:  nginxDocs + "#permanent-redirect",
@@ -234,7 +235,7 @@ var translationRows = []TranslationRow{
 		Keys:     nginx("app-root"),
 		Features: []features.FeatureName{features.SupportHTTPRoutePathRedirect},
 		Renders: "a rule of its own, first: `Exact` `/` answered by `RequestRedirect` to the path (`ReplaceFullPath`), status 302, " +
-			"as ingress-nginx does for `/` on the whole host",
+			"as ingress-nginx does for `/` on the whole host (whose Location drops a query string a Gateway may keep)",
 		Docs:  nginxDocs + "#rewrite",
 		Proof: []string{"TestTranslateRows/app-root", "TestTranslateBadValues", "TestServiceRouteCarries"},
 		apply: (*translator).appRoot,
