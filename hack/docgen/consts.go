@@ -156,10 +156,12 @@ func annotationReference(root string, files map[string][]byte) error {
 		"See [the ingress-manager guide](../ingress-manager.md) for how they combine.\n")
 	writeGroups(&b, groups, func(g constGroup) string { return title(g.Doc, g.Pkg) })
 	b.WriteString("\n## Keys of ingress/annotations only an Ingress controller reads\n\n" +
-		"On an HTTPRoute these keys mean nothing: a Service on a Gateway gets a Warning `IgnoredForHTTPRoute` naming them. " +
-		"Those under *restricts access* keep the Service on its Ingress (Warning `AccessControlOnIngress`) until " +
-		"`ingress/gateway-acknowledged` lists them (or is `*`) or they are removed. A pattern ending in `*` stands for every key " +
-		"that starts with it. Keys of any other prefix are put on the HTTPRoute as on the Ingress. " +
+		"On an HTTPRoute these keys mean nothing. Those of ingress-nginx (`nginx.ingress.kubernetes.io/`) and Traefik " +
+		"(`traefik.ingress.kubernetes.io/`) go through the [translation table](translations.md): carried into the route, or " +
+		"keeping the Service on its Ingress. Of the other prefixes, those under *restricts access* keep the Service on its " +
+		"Ingress (Warning `AccessControlOnIngress`) until `ingress/gateway-acknowledged` lists them (or is `*`) or they are " +
+		"removed, and the others are put on the route with a Warning `IgnoredForHTTPRoute` naming them. A pattern ending in " +
+		"`*` stands for every key that starts with it. Keys of any other prefix are put on the HTTPRoute as on the Ingress. " +
 		"From `ingressmanager.IngressOnlyFamilies` ([ingressonly.go](../../internal/controller/ingressmanager/ingressonly.go)).\n\n" +
 		"| prefix | read by | restricts access | with the Gateway API instead |\n|---|---|---|---|\n")
 	for _, f := range ingressmanager.IngressOnlyFamilies() {

@@ -1,6 +1,7 @@
 // Command docgen writes the generated pages of docs/ from their sources:
 // the flag reference from the manager's own flag sets, the annotation and
 // reason references from the constants (and doc comments) in the code, the
+// translation table of the ingress-manager from its rows, the
 // RBAC reference from config/default as kustomize renders it, the
 // benchmark page (tables and SVG charts) from bench-results/, and the alert
 // table and runbooks of docs/operations.md (between its BEGIN alerts and
@@ -66,7 +67,7 @@ func main() {
 func generate(root string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, g := range []func(root string, files map[string][]byte) error{
-		flagReference, annotationReference, reasonReference, rbacReference, chartValues, benchmarks, alertTable,
+		flagReference, annotationReference, translationReference, reasonReference, rbacReference, chartValues, benchmarks, alertTable,
 	} {
 		if err := g(root, files); err != nil {
 			return nil, err

@@ -83,16 +83,17 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		interval = DefaultGatewayAPICheckInterval
 	}
 	c.gateway = &gatewayAPI{
-		discovery:    cctx.Discovery,
-		client:       cctx.Gateway,
-		namespace:    cctx.Namespace,
-		resync:       cctx.ResyncPeriod,
-		transform:    cctx.Transform,
-		interval:     interval,
-		handler:      owned,
-		enqueueRoute: c.enqueueOwned,
-		knownCh:      make(chan struct{}),
-		askNow:       make(chan struct{}, 1),
+		discovery:              cctx.Discovery,
+		client:                 cctx.Gateway,
+		namespace:              cctx.Namespace,
+		resync:                 cctx.ResyncPeriod,
+		transform:              cctx.Transform,
+		interval:               interval,
+		handler:                owned,
+		enqueueRoute:           c.enqueueOwned,
+		enqueueGatewayServices: c.enqueueGatewayServices,
+		knownCh:                make(chan struct{}),
+		askNow:                 make(chan struct{}, 1),
 	}
 	if err := c.AddEventHandler(svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.Enqueue,
@@ -220,6 +221,15 @@ func (c *Controller) enqueueOwned(obj any) {
 	}
 }
 
+// enqueueGatewayServices queues every Service that asks for a Gateway.
+func (c *Controller) enqueueGatewayServices() {
+	for _, obj := range c.services.List() {
+		if svc, ok := obj.(*corev1.Service); ok && c.builder.target(svc) == TargetHTTPRoute {
+			c.EnqueueKey(cache.MetaObjectToName(svc))
+		}
+	}
+}
+
 // gatewayAnswered queues every Service that asks for a Gateway, and the
 // Services of the cached HTTPRoutes: whether the Gateway API is served is
 // known (first answer), or it became served. The first were held back
@@ -228,11 +238,7 @@ func (c *Controller) enqueueOwned(obj any) {
 // back on an Ingress, or from a Service gone): the informer's own events for
 // them may have been handled before its cache was published.
 func (c *Controller) gatewayAnswered() {
-	for _, obj := range c.services.List() {
-		if svc, ok := obj.(*corev1.Service); ok && c.builder.target(svc) == TargetHTTPRoute {
-			c.EnqueueKey(cache.MetaObjectToName(svc))
-		}
-	}
+	c.enqueueGatewayServices()
 	if routes, _ := c.gateway.routeCache(); routes != nil {
 		for _, obj := range routes.List() {
 			c.enqueueOwned(obj)

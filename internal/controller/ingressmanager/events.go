@@ -52,6 +52,12 @@ const (
 	// its references, for its current generation) and --ingress-move-settle
 	// passed.
 	ReasonWaitingForHTTPRoute = "WaitingForHTTPRoute"
+	// ReasonCarriedToHTTPRoute (Normal): the HTTPRoute carries keys of
+	// ingress/annotations, the message says which and as what (see
+	// docs/reference/translations.md), which it leaves off as
+	// acknowledged, and which extended features it uses that the Gateway's
+	// class does not say it supports.
+	ReasonCarriedToHTTPRoute = "CarriedToHTTPRoute"
 	// ReasonWaitingForIngress (Normal): the HTTPRoute is kept until the
 	// Ingress that replaces it serves (has an address) and
 	// --ingress-move-settle passed.

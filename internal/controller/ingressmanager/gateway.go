@@ -8,13 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/features"
 
 	"github.com/kube-sample/controller-manager/internal/controller"
 )
@@ -56,9 +59,21 @@ type gatewayAPI struct {
 	// route serves only on a Gateway that is programmed with an address
 	// (see untilServes).
 	gateways atomic.Pointer[cache.Indexer]
+	// classes is the GatewayClass informer's cache, published with
+	// gateways (before it) once synced; nil when Gateways are not watched
+	// or GatewayClasses cannot be listed. What a class supports
+	// (status.supportedFeatures) decides what its routes carry (classOf).
+	classes atomic.Pointer[cache.Indexer]
+	// classFeatures holds, by class name, the set of the features the
+	// class's cached version lists (a supportedByVersion), so that a sync
+	// does not build it again.
+	classFeatures sync.Map
 	// enqueueRoute brings back the Service of a route whose Gateway's
 	// verdict (untilServes) changed.
 	enqueueRoute func(route any)
+	// enqueueGatewayServices brings back every Service that asks for a
+	// Gateway: what a GatewayClass supports changed.
+	enqueueGatewayServices func()
 	// askNow (buffered, one) asks discovery again at once, before the
 	// interval is up: a sync was answered that HTTPRoutes are not served
 	// (see routesNotServed). Nil: only at the interval.
@@ -182,6 +197,11 @@ func (g *gatewayAPI) run(ctx context.Context, answered func()) {
 // list and watch.
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;gateways,verbs=list;watch
 
+// What a Gateway's class supports (status.supportedFeatures) decides which
+// annotations of a Service its route carries; without list and watch on
+// gatewayclasses they are rendered on trust.
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses,verbs=list;watch
+
 // byGateway indexes routes by the Gateway they are for (the first of their
 // parentRefs, see untilServes), as <namespace>/<name>.
 const byGateway = "gateway"
@@ -225,6 +245,7 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 	routesSynced := reg.HasSyncedChecker()
 	var gwInformer cache.SharedIndexInformer
 	var gwSynced cache.DoneChecker
+	var classes *classWatch
 	// forbidden is closed once listing Gateways is forbidden (RBAC without
 	// list and watch on gateways): the controller cannot see them, and
 	// takes routes on their word until it can.
@@ -249,6 +270,9 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 			return false, gateways
 		}
 		gwSynced = gwReg.HasSyncedChecker()
+		if classes, err = g.watchClasses(); err != nil {
+			logger.Error(err, "Cannot watch GatewayClasses; what their routes carry is rendered on trust")
+		}
 	} else {
 		logger.Info("The cluster serves HTTPRoutes but not Gateways (gateway.networking.k8s.io/v1 gateways): a route serves once its Gateway accepts it, whether the Gateway is programmed or not")
 	}
@@ -258,6 +282,9 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 	running.Go(func() { informer.RunWithContext(served) })
 	if gwInformer != nil {
 		running.Go(func() { gwInformer.RunWithContext(served) })
+	}
+	if classes != nil {
+		running.Go(func() { classes.informer.RunWithContext(served) })
 	}
 	running.Go(func() {
 		if !cache.WaitFor(served, "", routesSynced) {
@@ -274,6 +301,11 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 				logger.Error(nil, "Cannot list Gateways (RBAC: list and watch on gateways.gateway.networking.k8s.io): a route is taken on its word, whether its Gateway is programmed or not, until they can be listed")
 			}
 		}
+		classesSeen := seen && classes != nil && classes.wait(served)
+		if served.Err() != nil {
+			return
+		}
+		g.publishClasses(classes, classesSeen)
 		if seen {
 			gws := gwInformer.GetIndexer()
 			g.gateways.Store(&gws)
@@ -286,10 +318,17 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		logger.Info("Watching HTTPRoutes: the Gateway API is served", "gateways", seen)
 		answered()
 		if gwInformer != nil && !seen && cache.WaitFor(served, "", gwSynced) {
+			g.publishClasses(classes, classes != nil && classes.wait(served))
 			gws := gwInformer.GetIndexer()
 			g.gateways.Store(&gws)
 			logger.Info("Watching Gateways: they can be listed now")
 			answered()
+		} else if classes != nil && seen && !classesSeen && cache.WaitFor(served, "", classes.synced) {
+			g.publishClasses(classes, true)
+			logger.Info("Watching GatewayClasses: they can be listed now")
+			if g.enqueueGatewayServices != nil {
+				g.enqueueGatewayServices()
+			}
 		}
 	})
 	tick := time.NewTicker(g.interval)
@@ -320,6 +359,7 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 		return true, gatewaysNow
 	}
 	g.gateways.Store(nil)
+	g.classes.Store(nil)
 	if g.routes.Swap(nil) != nil {
 		logger.Info("The Gateway API is no longer served (no gateway.networking.k8s.io/v1 httproutes): stopped watching HTTPRoutes; Services that ask for a Gateway get an Ingress until it is served again", "checkInterval", g.interval)
 		answered()
@@ -329,8 +369,9 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 
 // gatewayHandler brings back the Services whose routes are for a Gateway
 // whose verdict (untilGatewayServes) changed: added, deleted, programmed,
-// given an address or losing it. Other changes of a Gateway (and resyncs)
-// change nothing of a route's.
+// given an address or losing it; and every Service on a Gateway when a
+// Gateway is added after the first list or changes class. Other changes
+// of a Gateway (and resyncs) change nothing of a route's.
 func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		key, err := controller.ObjectKey(obj) // a tombstone's too
@@ -341,11 +382,27 @@ func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHan
 			g.enqueueRoute(route)
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+	// A Gateway's class decides what the routes of the Services on it
+	// carry, and which of those Services stay on their Ingress: those
+	// have no route to be found by.
+	classChanged := func() {
+		if g.enqueueGatewayServices != nil {
+			g.enqueueGatewayServices()
+		}
+	}
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			enqueue(obj)
+			if !isInInitialList {
+				classChanged()
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*gatewayv1.Gateway)
 			n, ok2 := newObj.(*gatewayv1.Gateway)
+			if ok1 && ok2 && o.Spec.GatewayClassName != n.Spec.GatewayClassName {
+				classChanged()
+			}
 			if ok1 && ok2 && untilGatewayServes(o) == untilGatewayServes(n) {
 				return
 			}
@@ -353,6 +410,124 @@ func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHan
 		},
 		DeleteFunc: enqueue,
 	}
+}
+
+// classWatch is the GatewayClass informer of a watch.
+type classWatch struct {
+	informer cache.SharedIndexInformer
+	synced   cache.DoneChecker
+	// forbidden is closed once listing GatewayClasses is forbidden.
+	forbidden chan struct{}
+}
+
+// watchClasses makes the GatewayClass informer of a watch. Its handler
+// brings back every Service on a Gateway when what a class supports
+// changes.
+func (g *gatewayAPI) watchClasses() (*classWatch, error) {
+	w := &classWatch{forbidden: make(chan struct{})}
+	// GatewayClasses are cluster-scoped: one informer whatever --namespace.
+	w.informer = controller.NewSharedInformer[*gatewayv1.GatewayClassList](g.client.GatewayClasses(), &gatewayv1.GatewayClass{}, g.resync, g.transform, g.client)
+	var once sync.Once
+	if err := w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) {
+			once.Do(func() { close(w.forbidden) })
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}); err != nil {
+		return nil, err
+	}
+	enqueue := func(any) {
+		if g.enqueueGatewayServices != nil {
+			g.enqueueGatewayServices()
+		}
+	}
+	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		// The classes listed first are those of the cache published with
+		// the Gateway API's answer, which brings every Service back.
+		AddFunc: func(obj any, isInInitialList bool) {
+			if !isInInitialList {
+				enqueue(obj)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*gatewayv1.GatewayClass)
+			n, ok2 := newObj.(*gatewayv1.GatewayClass)
+			if ok1 && ok2 && equality.Semantic.DeepEqual(o.Status.SupportedFeatures, n.Status.SupportedFeatures) {
+				return
+			}
+			enqueue(newObj)
+		},
+		DeleteFunc: enqueue,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.synced = reg.HasSyncedChecker()
+	return w, nil
+}
+
+// wait reports whether the GatewayClasses are listed, waiting until they
+// are, listing them is forbidden, or ctx ends.
+func (w *classWatch) wait(ctx context.Context) bool {
+	select {
+	case <-w.synced.Done():
+		return true
+	case <-w.forbidden:
+		klog.FromContext(ctx).Error(nil, "Cannot list GatewayClasses (RBAC: list and watch on gatewayclasses.gateway.networking.k8s.io): what routes carry is rendered on trust, without knowing what their Gateway's class supports")
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// publishClasses publishes the cache of classes when seen (synced), or
+// none.
+func (g *gatewayAPI) publishClasses(classes *classWatch, seen bool) {
+	if !seen {
+		g.classes.Store(nil)
+		return
+	}
+	idx := classes.informer.GetIndexer()
+	g.classes.Store(&idx)
+}
+
+// classOf returns the class of the Gateway ref and the features it
+// supports (status.supportedFeatures); class "" when the Gateway is not
+// known, and features nil when what it supports is not known (not
+// watched, or none listed).
+func (g *gatewayAPI) classOf(ref GatewayRef) (string, sets.Set[features.FeatureName]) {
+	gw, _ := g.lookup(ref.Namespace, ref.Name)
+	if gw == nil {
+		return "", nil
+	}
+	class := string(gw.Spec.GatewayClassName)
+	var classes cache.Indexer
+	if i := g.classes.Load(); i != nil {
+		classes = *i
+	}
+	if classes == nil {
+		return class, nil
+	}
+	obj, exists, err := classes.GetByKey(class)
+	gc, ok := obj.(*gatewayv1.GatewayClass)
+	if err != nil || !exists || !ok || len(gc.Status.SupportedFeatures) == 0 {
+		return class, nil
+	}
+	if v, ok := g.classFeatures.Load(class); ok && v.(supportedByVersion).version == gc.ResourceVersion {
+		return class, v.(supportedByVersion).features
+	}
+	supported := sets.New[features.FeatureName]()
+	for _, f := range gc.Status.SupportedFeatures {
+		supported.Insert(features.FeatureName(f.Name))
+	}
+	g.classFeatures.Store(class, supportedByVersion{gc.ResourceVersion, supported})
+	return class, supported
+}
+
+// supportedByVersion is what one version of a GatewayClass supports; the
+// set is never changed once stored.
+type supportedByVersion struct {
+	version  string
+	features sets.Set[features.FeatureName]
 }
 
 // routeList returns the routes indexed under Gateway key.

@@ -366,3 +366,86 @@ func runGatewayAPI(t *testing.T, disc discovery.DiscoveryInterface, interval tim
 		}
 	}
 }
+
+// TestGatewayClassesWatched: the GatewayClasses are watched with the
+// Gateways: what a Gateway's class lists in status.supportedFeatures is
+// read from the cache, and a change of it, or of a Gateway's class, brings
+// back every Service on a Gateway (those a class keeps on their Ingress
+// have no route to be found by). Classes that cannot be listed leave what
+// they support unknown, and hold nothing back.
+func TestGatewayClassesWatched(t *testing.T) {
+	for _, forbidden := range []bool{false, true} {
+		var withGateways atomic.Bool
+		withGateways.Store(true)
+		var brought atomic.Int32
+		disc := listedDiscovery{&discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{}}, &withGateways}
+		gw := programmedGateway("gw", func(gw *gatewayv1.Gateway) { gw.Spec.GatewayClassName = "example"; gw.ResourceVersion = "1" })
+		class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "example", ResourceVersion: "1"}}
+		// The fake clientset lists no Gateways to an informer: the API
+		// server is these reactors, and the watches the test's.
+		client := gatewayfake.NewClientset()
+		var gwWatch, classWatch atomic.Pointer[watch.FakeWatcher]
+		client.PrependReactor("list", "gateways", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, &gatewayv1.GatewayList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []gatewayv1.Gateway{*gw.DeepCopy()}}, nil
+		})
+		client.PrependWatchReactor("gateways", func(k8stesting.Action) (bool, watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(10, false)
+			gwWatch.Store(w)
+			return true, w, nil
+		})
+		client.PrependReactor("list", "gatewayclasses", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if forbidden {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: gatewayv1.GroupName, Resource: "gatewayclasses"}, "", errors.New("forbidden"))
+			}
+			return true, &gatewayv1.GatewayClassList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []gatewayv1.GatewayClass{*class.DeepCopy()}}, nil
+		})
+		client.PrependWatchReactor("gatewayclasses", func(k8stesting.Action) (bool, watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(10, false)
+			classWatch.Store(w)
+			return true, w, nil
+		})
+		g := &gatewayAPI{discovery: disc, client: fakeGatewayV1{client.GatewayV1(), client}, interval: time.Hour,
+			handler: cache.ResourceEventHandlerFuncs{}, enqueueRoute: func(any) {}, enqueueGatewayServices: func() { brought.Add(1) },
+			knownCh: make(chan struct{}), askNow: make(chan struct{}, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.run(ctx, func() {})
+		}()
+		waitFor := func(what string, cond func() bool) {
+			t.Helper()
+			if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+				t.Fatalf("forbidden %v: %s: not within 10s", forbidden, what)
+			}
+		}
+		ref := GatewayRef{Namespace: "default", Name: "gw"}
+		waitFor("the caches published", func() bool { routes, answered := g.routeCache(); return answered && routes != nil })
+		if name, s := g.classOf(ref); name != "example" || s != nil {
+			t.Errorf("forbidden %v: class %q supporting %v, want example, not known", forbidden, name, s)
+		}
+		if n := brought.Load(); n != 0 {
+			t.Errorf("forbidden %v: the first list brought the Services back %d times; the answer does", forbidden, n)
+		}
+		if !forbidden {
+			waitFor("the class watched", func() bool { return classWatch.Load() != nil })
+			class = class.DeepCopy()
+			class.ResourceVersion = "2"
+			class.Status.SupportedFeatures = []gatewayv1.SupportedFeature{{Name: "HTTPRouteCORS"}}
+			classWatch.Load().Modify(class)
+			waitFor("the class's features read", func() bool { _, s := g.classOf(ref); return s.Has("HTTPRouteCORS") })
+			waitFor("the Services brought back", func() bool { return brought.Load() == 1 })
+		}
+		waitFor("the Gateway watched", func() bool { return gwWatch.Load() != nil })
+		before := brought.Load()
+		gw = gw.DeepCopy()
+		gw.ResourceVersion, gw.Spec.GatewayClassName = "2", "other"
+		gwWatch.Load().Modify(gw)
+		waitFor("the Services brought back by the Gateway's new class", func() bool {
+			name, _ := g.classOf(ref)
+			return name == "other" && brought.Load() == before+1
+		})
+		cancel()
+		<-done
+	}
+}

@@ -103,8 +103,8 @@ func (f *IngressOnlyFamily) restrictsAccess(key string) bool {
 	})
 }
 
-// parseAcknowledged reads ingress/gateway-acknowledged: keys of
-// ingress/annotations, separated by commas, or "*" for all of them.
+// parseAcknowledged reads ingress/gateway-acknowledged of ann: keys,
+// separated by commas, or "*" for all of them.
 func parseAcknowledged(ann map[string]string) (keys []string, all bool) {
 	for k := range strings.SplitSeq(ann[AnnotationGatewayAcknowledged], ",") {
 		switch k = strings.TrimSpace(k); k {
@@ -118,51 +118,74 @@ func parseAcknowledged(ann map[string]string) (keys []string, all bool) {
 	return keys, all
 }
 
-// classifyIngressOnly returns the keys of annotations (ingress/annotations)
-// that only an Ingress controller reads, and of those the ones that
-// restrict access and are not acknowledged by ingress/gateway-acknowledged,
-// each sorted.
-func classifyIngressOnly(annotations, serviceAnnotations map[string]string) (ingressOnly, unacknowledged []string) {
-	acked, all := parseAcknowledged(serviceAnnotations)
+// untranslatedIngressOnly returns the keys of annotations
+// (ingress/annotations) that only an Ingress controller reads and the
+// translation table does not, sorted.
+func untranslatedIngressOnly(annotations map[string]string) []string {
+	var out []string
 	for k := range annotations {
-		f := family(k)
-		if f == nil {
-			continue
-		}
-		ingressOnly = append(ingressOnly, k)
-		if f.restrictsAccess(k) && !all && !slices.Contains(acked, k) {
-			unacknowledged = append(unacknowledged, k)
+		if family(k) != nil && !translated(k) {
+			out = append(out, k)
 		}
 	}
-	slices.Sort(ingressOnly)
-	slices.Sort(unacknowledged)
-	return ingressOnly, unacknowledged
+	slices.Sort(out)
+	return out
 }
 
-// guardedKeys returns the keys, sorted, that restrict access on the
-// Service's Ingress and that ingress/gateway-acknowledged does not list:
-// those of ingress/annotations (in.AccessControl) and those set on the
-// Service's own Ingress itself (by hand or by another tool), which an
-// HTTPRoute would serve without just the same. onIngress lists those of
-// the second kind. An Ingress being deleted takes its keys with it. Keys
-// that fieldManager owns on the Ingress were put there from
+// guardedKeys returns the keys that keep the Service on its Ingress,
+// sorted by key: those of ingress/annotations an HTTPRoute cannot carry
+// (in.Blocking), and those set on the Service's own Ingress itself (by
+// hand or by another tool) that restrict access or that the translation
+// table reads, which an HTTPRoute would serve without just the same,
+// unless ingress/gateway-acknowledged lists them. onIngress lists the keys
+// of the second kind. An Ingress being deleted takes its keys with it.
+// Keys that fieldManager owns on the Ingress were put there from
 // ingress/annotations, not on the Ingress itself: gone from there, they
 // are gone from the Ingress at its next write, and hold nothing meanwhile
 // (the Ingress may not be written at all, its Ingress-only settings bad).
-func guardedKeys(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, fieldManager string) (keys, onIngress []string) {
-	keys = slices.Clone(in.AccessControl)
+func guardedKeys(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, fieldManager string) (keys []BlockedKey, onIngress []string) {
+	keys = slices.Clone(in.Blocking)
 	if ing != nil && isControlledBy(ing, svc) && !isBeingDeleted(ing) {
-		_, set := classifyIngressOnly(ing.Annotations, svc.Annotations)
-		own := ownedAnnotations(ing, fieldManager)
-		for _, k := range set {
-			if _, ours := in.Annotations[k]; !ours && !own[k] {
-				onIngress = append(onIngress, k)
+		var own map[string]bool
+		for k := range ing.Annotations {
+			f := family(k)
+			if f == nil || !f.restrictsAccess(k) && !translated(k) || in.ackAll || slices.Contains(in.acked, k) {
+				continue
 			}
+			if _, ours := in.Annotations[k]; ours {
+				continue
+			}
+			if own == nil {
+				own = ownedAnnotations(ing, fieldManager)
+			}
+			if own[k] {
+				continue
+			}
+			onIngress = append(onIngress, k)
+			b := BlockedKey{Key: k, Why: fmt.Sprintf("is set on Ingress %s itself, not in %s, so an HTTPRoute does not carry it", ing.Name, AnnotationAnnotations)}
+			if f.restrictsAccess(k) {
+				b = accessKey(k)
+			}
+			keys = append(keys, b)
 		}
 	}
-	keys = append(keys, onIngress...)
-	slices.Sort(keys)
-	return slices.Compact(keys), onIngress
+	slices.Sort(onIngress)
+	slices.SortFunc(keys, func(a, b BlockedKey) int { return strings.Compare(a.Key, b.Key) })
+	return slices.CompactFunc(keys, func(a, b BlockedKey) bool { return a.Key == b.Key }), onIngress
+}
+
+// describeBlocked lists blocked keys with why, for a message.
+func describeBlocked(keys []BlockedKey) string {
+	const max = 10
+	parts := make([]string, 0, min(len(keys), max))
+	for i, b := range keys {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("and %d more", len(keys)-max))
+			break
+		}
+		parts = append(parts, b.Key+" "+b.Why)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // describeKeys lists keys with what reads them, for a message.

@@ -19,10 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	netutils "k8s.io/utils/net"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/features"
 )
 
 // Annotation keys read on a Service.
@@ -59,10 +61,12 @@ const (
 	// Gateway listener the route attaches to.
 	AnnotationGatewayListener = "ingress/gateway-listener"
 	// AnnotationGatewayAcknowledged lists, separated by commas, the keys of
-	// ingress/annotations that restrict access on the Ingress and that the
-	// HTTPRoute may do without (the Gateway enforces the equivalent), or
-	// "*" for every one. Until each such key is listed (or removed) the
-	// Service stays on its Ingress. Default: none.
+	// ingress/annotations that an HTTPRoute cannot carry and that it may do
+	// without (the Gateway side does the equivalent), or "*" for every one:
+	// those that restrict access on the Ingress, and those the translation
+	// table cannot express (docs/reference/translations.md). Until each
+	// such key is listed (or removed) the Service stays on its Ingress;
+	// listed, it is left off the route. Default: none.
 	AnnotationGatewayAcknowledged = "ingress/gateway-acknowledged"
 	// AnnotationURL is the default of --ingress-url-annotation, the
 	// annotation the controller writes (never reads as a setting) with the
@@ -95,8 +99,14 @@ const (
 	// ReasonAccessControlOnIngress: ingress/annotations restricts access
 	// with keys only an Ingress controller enforces, so the Service stays
 	// on (or goes back to) its Ingress until they are listed in
-	// ingress/gateway-acknowledged or removed.
+	// ingress/gateway-acknowledged or removed. The same Warning names the
+	// keys it sets that an HTTPRoute cannot carry, if any.
 	ReasonAccessControlOnIngress = "AccessControlOnIngress"
+	// ReasonNotCarried: ingress/annotations (or the Ingress itself) sets
+	// keys an HTTPRoute cannot carry (docs/reference/translations.md), so
+	// the Service stays on (or goes back to) its Ingress until they are
+	// listed in ingress/gateway-acknowledged or removed.
+	ReasonNotCarried = "NotCarriedToHTTPRoute"
 )
 
 // routePathChars is the character set the HTTPRoute CRD allows in an Exact
@@ -417,18 +427,33 @@ type Intent struct {
 	// (HTTPRoute only).
 	Gateway  *GatewayRef
 	Listener string
-	// Annotations are those of ingress/annotations, for the object made.
+	// Annotations are those of ingress/annotations, for the object made
+	// (the route gets those of no family the translation table reads).
 	Annotations map[string]string
 	// IngressOnly lists the annotations set on the Service that only an
 	// Ingress reads (an HTTPRoute ignores them).
 	IngressOnly []string
 	// IngressOnlyAnnotations lists the keys of ingress/annotations that
-	// only an Ingress controller reads (IngressOnlyFamilies), sorted.
+	// only an Ingress controller reads (IngressOnlyFamilies) and that the
+	// translation table does not read, sorted: copied onto a route, where
+	// they mean nothing.
 	IngressOnlyAnnotations []string
-	// AccessControl lists those of IngressOnlyAnnotations that restrict
-	// access and ingress/gateway-acknowledged does not list, sorted: while
-	// there is one, an HTTPRoute target is served by an Ingress.
-	AccessControl []string
+	// Carried is, for TargetHTTPRoute, the translation of ingress/annotations
+	// into the route, on a Gateway whose class GatewayClass supports what
+	// it renders (see carry).
+	Carried      Carried
+	GatewayClass string
+	// Blocking lists the keys of ingress/annotations an HTTPRoute cannot
+	// carry and ingress/gateway-acknowledged does not list, sorted: those
+	// that restrict access, and those the translation table cannot carry.
+	// While there is one, an HTTPRoute target is served by an Ingress.
+	Blocking []BlockedKey
+	// Acknowledged lists the keys an HTTPRoute cannot carry that
+	// ingress/gateway-acknowledged lists, sorted: left off the route.
+	Acknowledged []string
+	// acked and ackAll are ingress/gateway-acknowledged (parseAcknowledged).
+	acked  []string
+	ackAll bool
 	// URL is where the Service is served once its Ingress or HTTPRoute
 	// serves it; "" when there is no single host to name.
 	URL string
@@ -486,12 +511,16 @@ func (b *Builder) Parse(svc *corev1.Service) *Intent {
 	add(TargetNone, p)
 	if p == nil {
 		add(TargetIngress, classConflict(in.Annotations, in.Class))
-		in.IngressOnlyAnnotations, in.AccessControl = classifyIngressOnly(in.Annotations, ann)
+		in.IngressOnlyAnnotations = untranslatedIngressOnly(in.Annotations)
 	}
 	for _, k := range []string{AnnotationClass, AnnotationTLSSecret} {
 		if _, ok := ann[k]; ok {
 			in.IngressOnly = append(in.IngressOnly, k)
 		}
+	}
+	if in.Target == TargetHTTPRoute {
+		in.acked, in.ackAll = parseAcknowledged(ann)
+		in.carry("", nil)
 	}
 	if b.urlAnnotation != "" && in.Host != "" && !strings.HasPrefix(in.Host, "*") {
 		scheme := "http"
@@ -501,6 +530,31 @@ func (b *Builder) Parse(svc *corev1.Service) *Intent {
 		in.URL = scheme + "://" + in.Host + in.Path
 	}
 	return in
+}
+
+// carry translates ingress/annotations into the route, on a Gateway of
+// class (""; not known) that supports supported (nil: not known; every
+// feature rendered on trust), and sets Carried, GatewayClass, Blocking and
+// Acknowledged. The sync calls it again once it knows the Gateway's class.
+func (in *Intent) carry(class string, supported sets.Set[features.FeatureName]) {
+	c := translate(in.Annotations, supported)
+	c.checkPaths([]string{in.Path})
+	c.forOneRoute(in.TLSSecret != "")
+	for k := range in.Annotations {
+		if f := family(k); f != nil && !translated(k) && f.restrictsAccess(k) {
+			c.Blocking = append(c.Blocking, accessKey(k))
+		}
+	}
+	c.recount()
+	in.Carried, in.GatewayClass = c, class
+	in.Blocking, in.Acknowledged = nil, nil
+	for _, b := range c.Blocking {
+		if in.ackAll || slices.Contains(in.acked, b.Key) {
+			in.Acknowledged = append(in.Acknowledged, b.Key)
+		} else {
+			in.Blocking = append(in.Blocking, b)
+		}
+	}
 }
 
 // invalid returns the problems of the rendering as t, nil when there are none.

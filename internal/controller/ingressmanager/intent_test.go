@@ -41,6 +41,7 @@ func TestParse(t *testing.T) {
 		ports    []corev1.ServicePort
 		want     func(*Intent)
 		problems []problem
+		carried  []string // Carried.Keys; Carried is not compared
 	}{
 		{name: "the seed Service: an Ingress with every default", want: func(*Intent) {}},
 		{name: "no ingress/http: nothing, and nothing parsed", disabled: true,
@@ -91,28 +92,45 @@ func TestParse(t *testing.T) {
 				in.IngressOnlyAnnotations = []string{"kubernetes.io/ingress.class"}
 			},
 			problems: []problem{{ReasonInvalidAnnotations, TargetIngress}}},
-		{name: "keys of ingress/annotations only an Ingress controller reads, and those that restrict access",
-			ann: map[string]string{AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/rewrite-target": "/",
-				"traefik.ingress.kubernetes.io/router.middlewares": "default-auth@kubernetescrd", "external-dns.alpha.kubernetes.io/ttl": "60", "a": "b"}`},
+		{name: "on an Ingress, ingress/annotations is not translated; keys the table does not read are Ingress-only",
+			ann: map[string]string{AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic", "haproxy.org/allow-list": "192.0.2.0/24"}`},
 			want: func(in *Intent) {
-				in.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/rewrite-target": "/",
-					"traefik.ingress.kubernetes.io/router.middlewares": "default-auth@kubernetescrd", "external-dns.alpha.kubernetes.io/ttl": "60", "a": "b"}
-				in.IngressOnlyAnnotations = []string{"nginx.ingress.kubernetes.io/auth-type", "nginx.ingress.kubernetes.io/rewrite-target", "traefik.ingress.kubernetes.io/router.middlewares"}
-				in.AccessControl = []string{"nginx.ingress.kubernetes.io/auth-type", "traefik.ingress.kubernetes.io/router.middlewares"}
+				in.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-type": "basic", "haproxy.org/allow-list": "192.0.2.0/24"}
+				in.IngressOnlyAnnotations = []string{"haproxy.org/allow-list"}
 			}},
-		{name: "ingress/gateway-acknowledged lists the access keys the route may do without",
-			ann: map[string]string{AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "s"}`,
+		{name: "on a Gateway: keys carried, keys that restrict access and keys the table cannot carry block",
+			ann: map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/rewrite-target": "/",
+				"nginx.ingress.kubernetes.io/limit-rps": "5", "traefik.ingress.kubernetes.io/router.middlewares": "default-auth@kubernetescrd",
+				"haproxy.org/allow-list": "192.0.2.0/24", "external-dns.alpha.kubernetes.io/ttl": "60", "a": "b"}`},
+			want: func(in *Intent) {
+				in.Target, in.Gateway = TargetHTTPRoute, &GatewayRef{Namespace: "default", Name: "gw"}
+				in.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/rewrite-target": "/",
+					"nginx.ingress.kubernetes.io/limit-rps": "5", "traefik.ingress.kubernetes.io/router.middlewares": "default-auth@kubernetescrd",
+					"haproxy.org/allow-list": "192.0.2.0/24", "external-dns.alpha.kubernetes.io/ttl": "60", "a": "b"}
+				in.IngressOnlyAnnotations = []string{"haproxy.org/allow-list"}
+				in.Blocking = []BlockedKey{accessKey("haproxy.org/allow-list"), accessKey("nginx.ingress.kubernetes.io/auth-type"),
+					{Key: "nginx.ingress.kubernetes.io/limit-rps", Why: "limits the rate of requests or connections, which only the Gateway implementation's policies do"},
+					accessKey("traefik.ingress.kubernetes.io/router.middlewares")}
+			},
+			carried: []string{"nginx.ingress.kubernetes.io/rewrite-target"}},
+		{name: "ingress/gateway-acknowledged lists the keys the route may do without",
+			ann: map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "s"}`,
 				AnnotationGatewayAcknowledged: " nginx.ingress.kubernetes.io/auth-type ,nginx.ingress.kubernetes.io/auth-realm"},
 			want: func(in *Intent) {
+				in.Target, in.Gateway = TargetHTTPRoute, &GatewayRef{Namespace: "default", Name: "gw"}
 				in.Annotations = map[string]string{"nginx.ingress.kubernetes.io/auth-type": "basic", "nginx.ingress.kubernetes.io/auth-secret": "s"}
-				in.IngressOnlyAnnotations = []string{"nginx.ingress.kubernetes.io/auth-secret", "nginx.ingress.kubernetes.io/auth-type"}
-				in.AccessControl = []string{"nginx.ingress.kubernetes.io/auth-secret"}
+				in.Blocking = []BlockedKey{accessKey("nginx.ingress.kubernetes.io/auth-secret")}
+				in.Acknowledged = []string{"nginx.ingress.kubernetes.io/auth-type"}
+				in.acked = []string{"nginx.ingress.kubernetes.io/auth-type", "nginx.ingress.kubernetes.io/auth-realm"}
 			}},
 		{name: "ingress/gateway-acknowledged * acknowledges every key",
-			ann: map[string]string{AnnotationAnnotations: `{"haproxy.org/allow-list": "192.0.2.0/24"}`, AnnotationGatewayAcknowledged: "*"},
+			ann: map[string]string{AnnotationGateway: "gw", AnnotationAnnotations: `{"haproxy.org/allow-list": "192.0.2.0/24"}`, AnnotationGatewayAcknowledged: "*"},
 			want: func(in *Intent) {
+				in.Target, in.Gateway = TargetHTTPRoute, &GatewayRef{Namespace: "default", Name: "gw"}
 				in.Annotations = map[string]string{"haproxy.org/allow-list": "192.0.2.0/24"}
 				in.IngressOnlyAnnotations = []string{"haproxy.org/allow-list"}
+				in.Acknowledged = []string{"haproxy.org/allow-list"}
+				in.ackAll = true
 			}},
 		{name: "no ports: a problem of the Service itself", ports: []corev1.ServicePort{},
 			want: func(in *Intent) { in.Port = 0 }, problems: []problem{{ReasonNoPorts, TargetNone}}},
@@ -138,6 +156,10 @@ func TestParse(t *testing.T) {
 				t.Errorf("problems = %v, want %v", gotProblems, tc.problems)
 			}
 			got.Problems = nil
+			if !reflect.DeepEqual(got.Carried.Keys, tc.carried) {
+				t.Errorf("carried %v, want %v", got.Carried.Keys, tc.carried)
+			}
+			got.Carried = Carried{}
 			want := seedIntent(svc)
 			tc.want(want)
 			if !reflect.DeepEqual(got, want) {

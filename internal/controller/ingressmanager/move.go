@@ -176,6 +176,9 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 			"%s sets %s, read only by an Ingress controller and ignored on HTTPRoute %s; with the Gateway API, use instead: %s",
 			AnnotationAnnotations, describeKeys(ignored), desired.Name, insteadOf(ignored)))
 	}
+	if msg := carriedMessage(in, desired.Name); msg != "" {
+		r.normal(ReasonCarriedToHTTPRoute, "", msg)
+	}
 	if to.of(svc) {
 		warnRouteStatus(route, desired.Spec.ParentRefs[0], r)
 	}
@@ -185,6 +188,37 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 		err = &controller.RequeueAfter{Delay: settle}
 	}
 	return served, err
+}
+
+// carriedMessage says what route carries of ingress/annotations, what it
+// leaves off as acknowledged, and which features it renders without the
+// Gateway's class saying it supports them; "" when nothing.
+func carriedMessage(in *Intent, route string) string {
+	c := &in.Carried
+	var parts []string
+	if len(c.Keys) > 0 {
+		keys := make([]string, len(c.Keys))
+		for i, k := range c.Keys {
+			keys[i] = fmt.Sprintf("%s (%s)", k, c.Effects[k])
+		}
+		parts = append(parts, fmt.Sprintf("HTTPRoute %s carries from %s: %s", route, AnnotationAnnotations, strings.Join(keys, "; ")))
+	}
+	if len(in.Acknowledged) > 0 {
+		parts = append(parts, fmt.Sprintf("it leaves off %s, which %s lists", listSome(in.Acknowledged), AnnotationGatewayAcknowledged))
+	}
+	if len(c.Unverified) > 0 {
+		class := "the class of Gateway " + in.Gateway.String() + " is not known"
+		if in.GatewayClass != "" {
+			class = "Gateway class " + in.GatewayClass + " publishes no status.supportedFeatures"
+		}
+		names := make([]string, len(c.Unverified))
+		for i, f := range c.Unverified {
+			names[i] = string(f)
+		}
+		parts = append(parts, fmt.Sprintf("it uses %s, extended features of the Gateway API, without knowing they are supported: %s",
+			strings.Join(names, ", "), class))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // warnRouteStatus tells, by Warnings, what the Gateway of parent says of

@@ -420,7 +420,7 @@ func TestAccessControlKeepsTheIngress(t *testing.T) {
 		{name: "acknowledged: the route is made, and the Ingress goes once it is accepted",
 			svc:     onGateway(map[string]string{AnnotationGatewayAcknowledged: "nginx.ingress.kubernetes.io/auth-secret, nginx.ingress.kubernetes.io/auth-type"}),
 			ingress: withAddress, route: servedAt(1),
-			want: []string{"delete ingresses"}, reasons: []string{ReasonIgnoredForRoute, ReasonIngressDeleted}},
+			want: []string{"delete ingresses"}, reasons: []string{ReasonCarriedToHTTPRoute, ReasonIngressDeleted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSyncFixture(t)

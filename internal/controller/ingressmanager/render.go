@@ -12,16 +12,25 @@ import (
 // ownedMeta is the metadata of the object a Service makes: the Service's
 // name and namespace, annotations when there are any, and the Service as
 // controller (blockOwnerDeletion: the object goes with the Service).
-func (in *Intent) ownedMeta() metav1.ObjectMeta {
+func (in *Intent) ownedMeta(annotations map[string]string) metav1.ObjectMeta {
 	meta := metav1.ObjectMeta{
 		Name:            in.Name,
 		Namespace:       in.Namespace,
 		OwnerReferences: []metav1.OwnerReference{in.Owner},
 	}
-	if len(in.Annotations) > 0 {
-		meta.Annotations = maps.Clone(in.Annotations)
+	if len(annotations) > 0 {
+		meta.Annotations = maps.Clone(annotations)
 	}
 	return meta
+}
+
+// routeAnnotations are the annotations of ingress/annotations a route
+// gets: none of a family the translation table reads, which it carries
+// (or leaves off, acknowledged).
+func (in *Intent) routeAnnotations() map[string]string {
+	out := maps.Clone(in.Annotations)
+	maps.DeleteFunc(out, func(k, _ string) bool { return translated(k) })
+	return out
 }
 
 // Ingress renders the Ingress of the intent, or nil and no error for
@@ -39,7 +48,7 @@ func (in *Intent) Ingress() (*networkingv1.Ingress, error) {
 	if err := in.invalid(TargetIngress); err != nil {
 		return nil, err
 	}
-	ing := &networkingv1.Ingress{ObjectMeta: in.ownedMeta()}
+	ing := &networkingv1.Ingress{ObjectMeta: in.ownedMeta(in.Annotations)}
 	if in.Class != "" {
 		ing.Spec.IngressClassName = ptr.To(in.Class)
 	}
@@ -75,11 +84,13 @@ func (in *Intent) Ingress() (*networkingv1.Ingress, error) {
 // the error is an *InvalidError listing them.
 //
 // The route has the Service's name and namespace, a controller
-// OwnerReference to it, the annotations of ingress/annotations, the Gateway
-// as its one parentRef, the host as its one hostname (none when the host is
-// ""), and one rule matching the path with the Service at the chosen port
-// as its backend. Every field the CRD would default is set, so that the
-// route reads back as it was written.
+// OwnerReference to it, the annotations of ingress/annotations but those
+// the translation table reads, the Gateway as its one parentRef, the host
+// as its one hostname (none when the host is ""), and one rule matching the
+// path with the Service at the chosen port as its backend, with what
+// Carried renders (filters, timeouts, a rule redirecting "/"). Every field
+// the CRD would default is set, so that the route reads back as it was
+// written.
 func (in *Intent) HTTPRoute() (*gatewayv1.HTTPRoute, error) {
 	if in.Target != TargetHTTPRoute {
 		return nil, nil
@@ -88,7 +99,7 @@ func (in *Intent) HTTPRoute() (*gatewayv1.HTTPRoute, error) {
 		return nil, err
 	}
 	matchType, _ := routeMatchType(in.PathType)
-	route := &gatewayv1.HTTPRoute{ObjectMeta: in.ownedMeta()}
+	route := &gatewayv1.HTTPRoute{ObjectMeta: in.ownedMeta(in.routeAnnotations())}
 	parent := gatewayv1.ParentReference{
 		Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
 		Kind:  ptr.To(gatewayv1.Kind("Gateway")),
@@ -120,5 +131,6 @@ func (in *Intent) HTTPRoute() (*gatewayv1.HTTPRoute, error) {
 			},
 		}},
 	}}
+	in.Carried.applyTo(route)
 	return route, nil
 }

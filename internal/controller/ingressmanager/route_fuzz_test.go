@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // hostnamePattern and sectionNamePattern are the HTTPRoute CRD's patterns.
@@ -28,6 +29,7 @@ func FuzzDesiredRoute(f *testing.F) {
 	f.Add(false, uint8(0xff), "infra/shared", "http", "api.example.com", "/v1", "Exact", "web", `{"a":"b"}`, "8080/web")
 	f.Add(false, uint8(0xff), "Infra/gw", "my listener", "*.example.com", "/a#b", "ImplementationSpecific", "9999", `[]`, "80/http,80/web")
 	f.Add(true, uint8(1), " ", "", "", "/a\"b", "", "", "", "")
+	f.Add(false, uint8(0xff), "gw", "", "", "/api", "", "", `{"nginx.ingress.kubernetes.io/app-root": "/app", "nginx.ingress.kubernetes.io/permanent-redirect": "https://x.example.com"}`, "80/http")
 
 	builders := []*Builder{mustBuilder(f, Config{}), mustBuilder(f, Config{Gateway: "infra/default"})}
 	keys := []string{AnnotationGateway, AnnotationGatewayListener, AnnotationHost, AnnotationPath, AnnotationPathType, AnnotationPort, AnnotationAnnotations}
@@ -69,10 +71,15 @@ func FuzzDesiredRoute(f *testing.F) {
 		if route == nil {
 			return
 		}
-		if len(route.Spec.ParentRefs) != 1 || len(route.Spec.Rules) != 1 ||
-			len(route.Spec.Rules[0].Matches) != 1 || len(route.Spec.Rules[0].BackendRefs) != 1 {
+		// The Service's rule is the last: a rule redirecting "/" (app-root)
+		// may come before it, and a rule that redirects has no backend.
+		main := route.Spec.Rules[len(route.Spec.Rules)-1]
+		redirects := slices.ContainsFunc(main.Filters, func(f gatewayv1.HTTPRouteFilter) bool { return f.RequestRedirect != nil })
+		if len(route.Spec.ParentRefs) != 1 || len(route.Spec.Rules) > 2 ||
+			len(main.Matches) != 1 || len(main.BackendRefs) != map[bool]int{true: 0, false: 1}[redirects] {
 			t.Fatalf("route spec %+v, want one parent and one rule with one match and one backend", route.Spec)
 		}
+		checkCarriedRoute(t, route)
 		p := route.Spec.ParentRefs[0]
 		if len(validation.IsDNS1123Subdomain(string(p.Name))) > 0 {
 			t.Fatalf("parent name %q is not a DNS subdomain", p.Name)
@@ -92,7 +99,7 @@ func FuzzDesiredRoute(f *testing.F) {
 				t.Fatalf("hostname %q does not match the CRD's pattern", h)
 			}
 		}
-		m := route.Spec.Rules[0].Matches[0].Path
+		m := main.Matches[0].Path
 		v := ptr.Deref(m.Value, "")
 		if !strings.HasPrefix(v, "/") || len(v) > 1024 || !routePathChars.MatchString(v) ||
 			strings.ContainsAny(v, "#") || strings.Contains(v, "//") || strings.Contains(v, "/./") ||
@@ -100,9 +107,11 @@ func FuzzDesiredRoute(f *testing.F) {
 			strings.HasSuffix(v, "/..") || strings.HasSuffix(v, "/.") {
 			t.Fatalf("path %q breaks a rule of the CRD", v)
 		}
-		port := ptr.Deref(route.Spec.Rules[0].BackendRefs[0].Port, 0)
-		if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == port }) {
-			t.Fatalf("backend port %d is not a port of the Service %v", port, svc.Spec.Ports)
+		for _, be := range main.BackendRefs {
+			port := ptr.Deref(be.Port, 0)
+			if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == port }) {
+				t.Fatalf("backend port %d is not a port of the Service %v", port, svc.Spec.Ports)
+			}
 		}
 		if _, err := routeWriter(nil, "").applyConfiguration(route, ""); err != nil {
 			t.Fatalf("RouteApplyConfiguration: %v", err)

@@ -50,6 +50,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		// brings the Service back (gatewayAnswered).
 		return nil
 	}
+	if in.Target == TargetHTTPRoute && in.Gateway != nil {
+		// What the route carries depends on what its Gateway's class
+		// supports.
+		in.carry(c.gateway.classOf(*in.Gateway))
+	}
 	complete = true
 	if in.Target == TargetNone {
 		why := fmt.Sprintf("the Service no longer has the %s annotation", AnnotationHTTP)
@@ -182,9 +187,10 @@ func (c *Controller) removeStale(ctx context.Context, key cache.ObjectName, o *o
 //
 //   - A Service that asks for a Gateway keeps an Ingress while HTTPRoutes
 //     are not served.
-//   - It keeps an Ingress while its access control (on the Service's
-//     ingress/annotations, or the Ingress itself) is enforced only by the
-//     Ingress controller and not acknowledged as done on the Gateway side.
+//   - It keeps an Ingress while it sets keys (on the Service's
+//     ingress/annotations, or the Ingress itself) that an HTTPRoute cannot
+//     carry, access control only the Ingress controller enforces among
+//     them, not acknowledged as done on the Gateway side.
 func chooseTarget(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, routesServed bool, fieldManager string, r *report) Target {
 	if in.Target != TargetHTTPRoute {
 		return in.Target
@@ -197,20 +203,45 @@ func chooseTarget(in *Intent, svc *corev1.Service, ing *networkingv1.Ingress, ro
 	if len(guarded) == 0 || in.invalid(TargetHTTPRoute) != nil {
 		return TargetHTTPRoute
 	}
-	// An HTTPRoute would serve the Service without the access control
-	// only its Ingress controller enforces: keep (or go back to) the
-	// Ingress until the user says the Gateway side has it.
+	// An HTTPRoute would serve the Service without what only its Ingress
+	// controller does: keep (or go back to) the Ingress until the user
+	// says the Gateway side has it.
 	where, remove := AnnotationAnnotations, AnnotationAnnotations
 	if len(onIngress) > 0 {
 		where = fmt.Sprintf("%s or Ingress %s itself", AnnotationAnnotations, ing.Name)
 		remove = fmt.Sprintf("%s or the Ingress", AnnotationAnnotations)
 	}
-	r.warn(ReasonAccessControlOnIngress, "", fmt.Sprintf(
-		"the Service asks for an HTTPRoute attached to Gateway %s, but %s restricts access with %s, which an HTTPRoute ignores; "+
-			"it stays on an Ingress so that it is not served without them. Enforce the equivalent on the Gateway side (%s), "+
-			"then list the keys in %s (or \"*\") or remove them from %s",
-		in.Gateway, where, describeKeys(guarded), insteadOf(guarded),
-		AnnotationGatewayAcknowledged, remove))
+	var access []string
+	var other []BlockedKey
+	for _, b := range guarded {
+		if b.Access {
+			access = append(access, b.Key)
+		} else {
+			other = append(other, b)
+		}
+	}
+	gateway := in.Gateway.String()
+	if in.GatewayClass != "" {
+		gateway += " (class " + in.GatewayClass + ")"
+	}
+	if len(access) > 0 {
+		msg := fmt.Sprintf(
+			"the Service asks for an HTTPRoute attached to Gateway %s, but %s restricts access with %s, which an HTTPRoute ignores; "+
+				"it stays on an Ingress so that it is not served without them. Enforce the equivalent on the Gateway side (%s), "+
+				"then list the keys in %s (or \"*\") or remove them from %s",
+			in.Gateway, where, describeKeys(access), insteadOf(access),
+			AnnotationGatewayAcknowledged, remove)
+		if len(other) > 0 {
+			msg += fmt.Sprintf(". It also sets keys an HTTPRoute of Gateway %s cannot carry, to list or remove as well: %s", gateway, describeBlocked(other))
+		}
+		r.warn(ReasonAccessControlOnIngress, "", msg)
+		return TargetIngress
+	}
+	r.warn(ReasonNotCarried, "", fmt.Sprintf(
+		"the Service asks for an HTTPRoute attached to Gateway %s, but %s sets keys an HTTPRoute cannot carry: %s; "+
+			"it stays on an Ingress so that it is not served without what they do. Do the equivalent on the Gateway side, "+
+			"then list the keys in %s (or \"*\") or remove them from %s (the keys an HTTPRoute carries: docs/reference/translations.md)",
+		gateway, where, describeBlocked(other), AnnotationGatewayAcknowledged, remove))
 	return TargetIngress
 }
 
