@@ -55,15 +55,17 @@ func TestWaitingIsNoSyncError(t *testing.T) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			mem := memory.New()
+			// Before the controller starts: set after, the create (or the
+			// delete, right after markDeleted) could come first and succeed.
+			if tc.fault != nil {
+				mem.SetFault(func(_ context.Context, op memory.Op, _ types.UID) error { return tc.fault(op) })
+			}
 			client, _ := versionedClient(tc.network)
 			done := runController(ctx, t, client, externalversions.NewSharedInformerFactory(client, 0), record.NewFakeRecorder(1000), mem)
 			defer func() { cancel(); <-done }()
 			if tc.deleted {
 				waitForReady(ctx, t, client, tc.network.Name, func(*metav1.Condition) bool { return true })
 				markDeleted(ctx, t, client, "ns", tc.network.Name)
-			}
-			if tc.fault != nil {
-				mem.SetFault(func(_ context.Context, op memory.Op, _ types.UID) error { return tc.fault(op) })
 			}
 			syncs0, _ := metricWith(t, "controller_reconcile_total", map[string]string{"controller": network.Name})
 			errors0, _ := metricWith(t, "controller_reconcile_total", map[string]string{"controller": network.Name, "result": "error"})
