@@ -294,15 +294,26 @@ type Response struct {
 	Backend string
 	// Path is the request path the backend saw.
 	Path string
+	// Host is the Host header the backend saw, and ForwardedPrefix its
+	// X-Forwarded-Prefix headers (nil: none).
+	Host            string
+	ForwardedPrefix []string
+	// Location is the answer's Location header.
+	Location string
+	// Header is every header of the answer.
+	Header http.Header
 	// Certificate is the leaf certificate Traefik presented (HTTPS only).
 	Certificate *x509.Certificate
 }
 
 func (r Response) String() string {
 	if r.Backend == "" {
+		if r.Location != "" {
+			return fmt.Sprintf("%d from traefik, Location %s", r.Status, r.Location)
+		}
 		return fmt.Sprintf("%d from traefik", r.Status)
 	}
-	return fmt.Sprintf("%d from backend %s (path %s)", r.Status, r.Backend, r.Path)
+	return fmt.Sprintf("%d from backend %s (path %s, host %s, X-Forwarded-Prefix %q)", r.Status, r.Backend, r.Path, r.Host, r.ForwardedPrefix)
 }
 
 // httpClient sends each request on a new connection, so that every request
@@ -331,11 +342,20 @@ func (tr *Traefik) GetGatewayAt(ctx context.Context, i int, host, path string) (
 }
 
 func (tr *Traefik) get(ctx context.Context, addr, host, path string) (Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	return tr.Do(ctx, addr, http.MethodGet, host, path, nil)
+}
+
+// Do sends method http://host/path, with header, to addr (one of
+// Traefik's entrypoints: HTTPAddr, GatewayAddrs, NginxAddr).
+func (tr *Traefik) Do(ctx context.Context, addr, method, host, path string, header http.Header) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
 	if err != nil {
 		return Response{}, err
 	}
 	req.Host = host
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	return do(httpClient, req)
 }
 
@@ -370,9 +390,11 @@ func do(c *http.Client, req *http.Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	r := Response{Status: resp.StatusCode, Backend: resp.Header.Get(headerBackend)}
+	r := Response{Status: resp.StatusCode, Backend: resp.Header.Get(headerBackend), Location: resp.Header.Get("Location"), Header: resp.Header}
 	if r.Backend != "" {
 		r.Path = string(bytes.TrimSpace(body))
+		r.Host = resp.Header.Get(headerHost)
+		r.ForwardedPrefix = resp.Header.Values(headerForwardedPrefix)
 	}
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
 		r.Certificate = resp.TLS.PeerCertificates[0]
