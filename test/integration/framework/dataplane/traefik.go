@@ -48,6 +48,18 @@ type TraefikOptions struct {
 	// ingressEndpoint.ip), as an Ingress controller behind a load balancer
 	// does. It is only written, never listened on.
 	IngressIP string
+	// IngressNGINX enables Traefik's kubernetesIngressNGINX provider as
+	// well: Ingresses of the IngressClass NGINXIngressClass (whose
+	// spec.controller is NGINXIngressController, which CreateNGINXClass
+	// makes) are served on the HTTP and HTTPS entrypoints as ingress-nginx
+	// would serve them, with the ingress-nginx annotations Traefik
+	// implements (force-ssl-redirect, ssl-redirect, enable-cors and
+	// cors-*, ...). Ingresses without a class stay the kubernetesIngress
+	// provider's (watchIngressWithoutClass is off), those of the class
+	// NGINXIngressClass are not its. Traefik attaches the plain-HTTP
+	// router of an Ingress with TLS to every entrypoint without TLS, the
+	// Gateway's too.
+	IngressNGINX bool
 	// GatewayIP, when set (with Gateway), is the address Traefik publishes
 	// in the status of the Gateways it serves (status.addresses, its
 	// statusAddress.ip). It is only written, never listened on.
@@ -63,6 +75,15 @@ const DefaultThrottle = 50 * time.Millisecond
 const (
 	IngressClass      = "traefik"
 	IngressController = "traefik.io/ingress-controller"
+)
+
+// NGINXIngressClass and NGINXIngressController are the IngressClass and
+// its spec.controller whose Ingresses Traefik's kubernetesIngressNGINX
+// provider serves (TraefikOptions.IngressNGINX): ingress-nginx's defaults,
+// which the provider takes as its ingressClass and controllerClass.
+const (
+	NGINXIngressClass      = "nginx"
+	NGINXIngressController = "k8s.io/ingress-nginx"
 )
 
 // GatewayController is the controllerName of a GatewayClass whose
@@ -166,6 +187,9 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 	}
 	if o.IngressIP != "" {
 		args = append(args, "--providers.kubernetesIngress.ingressEndpoint.ip="+o.IngressIP)
+	}
+	if o.IngressNGINX {
+		args = append(args, "--providers.kubernetesIngressNGINX=true")
 	}
 	if o.Gateway {
 		tr.GatewayAddrs = ports[3:]
