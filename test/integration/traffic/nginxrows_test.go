@@ -58,6 +58,12 @@ type nginxRow struct {
 	// path is the Service's ingress/path ("": /).
 	path string
 	want map[string]answer
+	// queryKept are requests with a query string whose redirect keeps it
+	// on the Gateway, where ingress-nginx's Location is the target alone:
+	// a difference the Gateway API cannot avoid (a RequestRedirect has no
+	// field for the query), which the translation table states. Pinned so
+	// that a change of either side shows.
+	queryKept map[string]answer
 }
 
 // nginxRows are the rows whose rendering Traefik's Gateway provider
@@ -78,6 +84,7 @@ func nginxRows(e *env) []nginxRow {
 			"/":      {Status: 301, Location: "https://new.example.org/landing"},
 			"/a/b/c": {Status: 301, Location: "https://new.example.org/landing"},
 		},
+		queryKept: map[string]answer{"/q?x=1": {Status: 301, Location: "https://new.example.org/landing?x=1"}},
 	}, {
 		// "permanent-redirect-code ... modify the status code used for
 		// permanent redirects" (302 is a code of the Gateway API core).
@@ -102,6 +109,7 @@ func nginxRows(e *env) []nginxRow {
 			"/app1":   backend("approot", "/app1"),
 			"/other/": backend("approot", "/other/"),
 		},
+		queryKept: map[string]answer{"/?x=1": {Status: 302, Location: "http://" + e.host("approot") + "/app1?x=1"}},
 	}, {
 		// "Target URI where the traffic must be redirected": a target
 		// without capture groups replaces the whole URI (nginx's rewrite
@@ -188,13 +196,19 @@ func TestNginxRowsOnTheGateway(t *testing.T) {
 	for _, row := range rows {
 		e.WaitNoIngress(row.name, row.name+": moved, its Ingress deleted")
 		host := e.host(row.name)
-		paths := make([]string, 0, len(row.want))
+		paths := make([]string, 0, len(row.want)+len(row.queryKept))
 		for p := range row.want {
+			paths = append(paths, p)
+		}
+		for p := range row.queryKept {
 			paths = append(paths, p)
 		}
 		slices.Sort(paths)
 		for _, p := range paths {
-			want := row.want[p]
+			want, ok := row.want[p]
+			if !ok {
+				want = row.queryKept[p]
+			}
 			var got answer
 			var raw string
 			framework.Eventually(t, routeTimeout, fmt.Sprintf("%s: GET http://%s%s via the Gateway answers %+v (%s)", row.name, host, p, want, row.doc), func(ctx context.Context) (bool, error) {
@@ -208,6 +222,10 @@ func TestNginxRowsOnTheGateway(t *testing.T) {
 				}
 				return true, nil
 			})
+			if !ok {
+				t.Logf("%s: GET http://%s%s via the Gateway -> %+v (Location as sent: %q): the query kept, where ingress-nginx's Location drops it (%s; the translation table says so)", row.name, host, p, got, raw, row.doc)
+				continue
+			}
 			t.Logf("%s: GET http://%s%s via the Gateway -> %+v (Location as sent: %q), as %s documents", row.name, host, p, got, raw, row.doc)
 		}
 	}
