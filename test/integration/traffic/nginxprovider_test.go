@@ -146,41 +146,83 @@ func (e *env) waitNginxAnswer(c nginxCase, addr, host, what string) {
 	e.T.Logf("%s: %s http://%s%s -> %s", what, c.method, host, c.path, last)
 }
 
+// nginxIngress creates a user's Ingress of class nginx for host/ to
+// Service name's port 80, with ingress-nginx keys ann (without their
+// prefix) and, when tlsSecret is set, TLS for the host with that Secret.
+func (e *env) nginxIngress(name string, ann map[string]string, tlsSecret string) {
+	e.T.Helper()
+	full := map[string]string{}
+	for k, v := range ann {
+		full["nginx.ingress.kubernetes.io/"+k] = v
+	}
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name, Annotations: full},
+		Spec: networkingv1.IngressSpec{
+			IngressClassName: ptr.To(dataplane.NGINXIngressClass),
+			Rules: []networkingv1.IngressRule{{
+				Host: e.host(name),
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
+						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+							Name: name, Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
+				}},
+			}},
+		},
+	}
+	if tlsSecret != "" {
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{e.host(name)}, SecretName: tlsSecret}}
+	}
+	if _, err := e.Client.NetworkingV1().Ingresses(e.NS).Create(e.Ctx, ing, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
 // TestNginxProviderServesIngress proves the before-side harness: a user's
 // Ingress of class nginx with ingress-nginx annotations is served by
 // Traefik's kubernetesIngressNGINX provider as ingress-nginx documents it:
-// a plain host/path/backend, force-ssl-redirect's 308 to https, and CORS
-// preflights answered with the Access-Control-* headers.
+// a plain host/path/backend, force-ssl-redirect's 308 to https, CORS
+// preflights answered with the Access-Control-* headers, and an Ingress
+// with TLS (ssl-redirect's default true) redirecting plain HTTP with 308
+// and serving HTTPS with its Secret's certificate.
 func TestNginxProviderServesIngress(t *testing.T) {
 	e := setup(t)
 	dataplane.CreateNGINXClass(t, e.Client)
 	for _, c := range nginxCases {
 		e.webService(c.name, nil)
-		ann := map[string]string{}
-		for k, v := range c.ann {
-			ann["nginx.ingress.kubernetes.io/"+k] = v
-		}
-		ing := &networkingv1.Ingress{
-			ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: c.name, Annotations: ann},
-			Spec: networkingv1.IngressSpec{
-				IngressClassName: ptr.To(dataplane.NGINXIngressClass),
-				Rules: []networkingv1.IngressRule{{
-					Host: e.host(c.name),
-					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-						Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
-							Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-								Name: c.name, Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
-					}},
-				}},
-			},
-		}
-		if _, err := e.Client.NetworkingV1().Ingresses(e.NS).Create(e.Ctx, ing, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		e.nginxIngress(c.name, c.ann, "")
 	}
 	for _, c := range nginxCases {
 		e.waitNginxAnswer(c, traefik.HTTPAddr, e.host(c.name), c.name+": a user's Ingress of class nginx")
 	}
+
+	// "By default the controller redirects (308) to HTTPS if TLS is
+	// enabled for that ingress" (ssl-redirect, default true).
+	const name = "tls"
+	h := e.host(name)
+	cert, certPEM, keyPEM := selfSignedCert(t, h)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name + "-tls"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+	}
+	if _, err := e.Client.CoreV1().Secrets(e.NS).Create(e.Ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.webService(name, nil)
+	e.nginxIngress(name, nil, secret.Name)
+	redirect := nginxCase{name: name, doc: nginxDocs + "#server-side-https-enforcement-through-redirect",
+		method: http.MethodGet, path: "/s", check: nginxCases[1].check}
+	e.waitNginxAnswer(redirect, traefik.HTTPAddr, h, "tls: plain HTTP to an Ingress with TLS")
+	framework.Eventually(t, routeTimeout, "tls: https://"+h+"/s reaches the backend with the Secret's certificate", func(ctx context.Context) (bool, error) {
+		r, err := traefik.GetTLS(ctx, h, "/s")
+		if err != nil {
+			return false, err
+		}
+		if r.Status != 200 || r.Backend != name || r.Path != "/s" || r.Certificate == nil || !r.Certificate.Equal(cert) {
+			return false, fmt.Errorf("got %s (our certificate: %v)", r, r.Certificate != nil && r.Certificate.Equal(cert))
+		}
+		return true, nil
+	})
 }
 
 // TestNginxRowsMoveOrStay: Services of class nginx whose ingress/annotations
