@@ -86,6 +86,14 @@ func nginxRows(e *env) []nginxRow {
 		},
 		queryKept: map[string]answer{"/q?x=1": {Status: 301, Location: "https://new.example.org/landing?x=1"}},
 	}, {
+		// The documentation's own example, a URL without a path
+		// ("https://www.google.com would redirect everything to Google"):
+		// nginx writes the URL as given, the route's ReplaceFullPath is
+		// "/", the same URL (RFC 3986 6.2.3: an empty http(s) path is "/").
+		name: "permroot", doc: nginxDocs + "#permanent-redirect",
+		ann:  map[string]string{"permanent-redirect": "https://new.example.org"},
+		want: map[string]answer{"/a": {Status: 301, Location: "https://new.example.org/"}},
+	}, {
 		// "permanent-redirect-code ... modify the status code used for
 		// permanent redirects" (302 is a code of the Gateway API core).
 		name: "permcode", doc: nginxDocs + "#permanent-redirect-code",
