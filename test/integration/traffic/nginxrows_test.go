@@ -30,6 +30,7 @@ type answer struct {
 	Path     string
 	Host     string
 	Prefix   []string
+	Query    string
 }
 
 // answerOf is the part of r, the answer to a request for reqURL, that
@@ -46,7 +47,7 @@ func answerOf(r dataplane.Response, reqURL string) answer {
 			}
 		}
 	}
-	return answer{Status: r.Status, Location: loc, Path: r.Path, Host: r.Host, Prefix: r.ForwardedPrefix}
+	return answer{Status: r.Status, Location: loc, Path: r.Path, Host: r.Host, Prefix: r.ForwardedPrefix, Query: r.Query}
 }
 
 // nginxRow is a Service whose ingress/annotations hold ingress-nginx keys
@@ -125,7 +126,10 @@ func nginxRows(e *env) []nginxRow {
 		name: "rewrite", doc: nginxDocs + "#rewrite",
 		ann:  map[string]string{"rewrite-target": "/"},
 		path: "/api",
-		want: map[string]answer{"/api": backend("rewrite", "/"), "/api/v1/items": backend("rewrite", "/")},
+		// nginx's rewrite keeps the request's arguments when the target
+		// has none.
+		want: map[string]answer{"/api": backend("rewrite", "/"), "/api/v1/items": backend("rewrite", "/"),
+			"/api/v1?x=1": {Status: 200, Path: "/", Host: e.host("rewrite"), Query: "x=1"}},
 	}, {
 		// ingress-nginx does not rewrite a location whose path is the
 		// target itself.
@@ -252,5 +256,5 @@ func TestNginxRowsOnTheGateway(t *testing.T) {
 
 // equalAnswer compares answers, a nil and an empty Prefix alike.
 func equalAnswer(a, b answer) bool {
-	return a.Status == b.Status && a.Location == b.Location && a.Path == b.Path && a.Host == b.Host && slices.Equal(a.Prefix, b.Prefix)
+	return a.Status == b.Status && a.Location == b.Location && a.Path == b.Path && a.Host == b.Host && a.Query == b.Query && slices.Equal(a.Prefix, b.Prefix)
 }

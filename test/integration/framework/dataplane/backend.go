@@ -23,12 +23,13 @@ const (
 	headerBackend         = "X-Test-Backend"
 	headerHost            = "X-Test-Host"
 	headerForwardedPrefix = "X-Test-Forwarded-Prefix"
+	headerQuery           = "X-Test-Query"
 )
 
 // Backend is an HTTP server on BackendIP standing in for a Service's Pods:
 // it answers every request with 200, its name in the X-Test-Backend header,
-// the Host and X-Forwarded-Prefix headers it received in X-Test-Host and
-// X-Test-Forwarded-Prefix, and the request path as the body, and records when each Host first
+// the Host and X-Forwarded-Prefix headers and the query it received in
+// X-Test-Host, X-Test-Forwarded-Prefix and X-Test-Query, and the request path as the body, and records when each Host first
 // reached it.
 type Backend struct {
 	// Name identifies the backend in responses.
@@ -76,6 +77,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.mu.Unlock()
 	w.Header().Set(headerBackend, b.Name)
 	w.Header().Set(headerHost, r.Host)
+	w.Header().Set(headerQuery, r.URL.RawQuery)
 	if p, ok := r.Header["X-Forwarded-Prefix"]; ok {
 		w.Header()[headerForwardedPrefix] = p
 	}

@@ -319,9 +319,10 @@ type Response struct {
 	// Path is the request path the backend saw.
 	Path string
 	// Host is the Host header the backend saw, and ForwardedPrefix its
-	// X-Forwarded-Prefix headers (nil: none).
+	// X-Forwarded-Prefix headers (nil: none), Query its query string.
 	Host            string
 	ForwardedPrefix []string
+	Query           string
 	// Location is the answer's Location header.
 	Location string
 	// Header is every header of the answer.
@@ -419,6 +420,7 @@ func do(c *http.Client, req *http.Request) (Response, error) {
 		r.Path = string(bytes.TrimSpace(body))
 		r.Host = resp.Header.Get(headerHost)
 		r.ForwardedPrefix = resp.Header.Values(headerForwardedPrefix)
+		r.Query = resp.Header.Get(headerQuery)
 	}
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
 		r.Certificate = resp.TLS.PeerCertificates[0]
