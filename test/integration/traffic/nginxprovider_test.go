@@ -320,5 +320,8 @@ func TestNginxRowsMoveOrStay(t *testing.T) {
 		}
 		t.Logf("%s: %d requests through its Ingress from the ask to %v after the Warning, %d answered otherwise than before", c.name, len(rs), time.Since(decided).Round(time.Millisecond), bad)
 		e.waitNginxAnswer(c, traefik.HTTPAddr, e.host(c.name), c.name+": after, still its Ingress")
+		if r, err := c.send(e.Ctx, traefik.GatewayAddr, e.host(c.name)); err == nil {
+			t.Logf("%s: the same request via the Gateway -> %s (measured, not a requirement)", c.name, describe(r))
+		}
 	}
 }
