@@ -38,7 +38,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dataplane.MainWithTraefik(m, "traffic", &cfg, &traefik, dataplane.TraefikOptions{Gateway: true, GatewayEntryPoints: 2, GatewayIP: "192.0.2.80"})
+	dataplane.MainWithTraefik(m, "traffic", &cfg, &traefik, dataplane.TraefikOptions{Gateway: true, GatewayEntryPoints: 2, GatewayIP: "192.0.2.80", IngressNGINX: true})
 }
 
 const (

@@ -16,12 +16,20 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// headerBackend names the backend that answered a request.
-const headerBackend = "X-Test-Backend"
+// headerBackend names the backend that answered a request; headerHost
+// and headerForwardedPrefix echo the Host and X-Forwarded-Prefix headers
+// of the request the backend received.
+const (
+	headerBackend         = "X-Test-Backend"
+	headerHost            = "X-Test-Host"
+	headerForwardedPrefix = "X-Test-Forwarded-Prefix"
+	headerQuery           = "X-Test-Query"
+)
 
 // Backend is an HTTP server on BackendIP standing in for a Service's Pods:
-// it answers every request with 200, its name in the X-Test-Backend header
-// and the request path as the body, and records when each Host first
+// it answers every request with 200, its name in the X-Test-Backend header,
+// the Host and X-Forwarded-Prefix headers and the query it received in
+// X-Test-Host, X-Test-Forwarded-Prefix and X-Test-Query, and the request path as the body, and records when each Host first
 // reached it.
 type Backend struct {
 	// Name identifies the backend in responses.
@@ -58,7 +66,8 @@ func StartBackend(t testing.TB, name string) *Backend {
 	return b
 }
 
-// ServeHTTP answers with the backend's name and the request path.
+// ServeHTTP answers with the backend's name, the request's Host and
+// X-Forwarded-Prefix, and the request path.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	b.mu.Lock()
@@ -67,6 +76,11 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b.mu.Unlock()
 	w.Header().Set(headerBackend, b.Name)
+	w.Header().Set(headerHost, r.Host)
+	w.Header().Set(headerQuery, r.URL.RawQuery)
+	if p, ok := r.Header["X-Forwarded-Prefix"]; ok {
+		w.Header()[headerForwardedPrefix] = p
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	fmt.Fprintln(w, r.URL.Path)
 }

@@ -6,15 +6,31 @@ import (
 	"testing"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
+
+// CreateNGINXClass creates (once per API server) the IngressClass
+// NGINXIngressClass of controller NGINXIngressController, whose Ingresses
+// Traefik serves as ingress-nginx would (TraefikOptions.IngressNGINX).
+func CreateNGINXClass(t testing.TB, client kubernetes.Interface) {
+	t.Helper()
+	class := &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: NGINXIngressClass},
+		Spec:       networkingv1.IngressClassSpec{Controller: NGINXIngressController},
+	}
+	if _, err := client.NetworkingV1().IngressClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
 
 // GatewayClassName is the GatewayClass Traefik serves in the tests.
 const GatewayClassName = "traefik"

@@ -48,6 +48,18 @@ type TraefikOptions struct {
 	// ingressEndpoint.ip), as an Ingress controller behind a load balancer
 	// does. It is only written, never listened on.
 	IngressIP string
+	// IngressNGINX enables Traefik's kubernetesIngressNGINX provider as
+	// well: Ingresses of the IngressClass NGINXIngressClass (whose
+	// spec.controller is NGINXIngressController, which CreateNGINXClass
+	// makes) are served on the HTTP and HTTPS entrypoints as ingress-nginx
+	// would serve them, with the ingress-nginx annotations Traefik
+	// implements (force-ssl-redirect, ssl-redirect, enable-cors and
+	// cors-*, ...). Ingresses without a class stay the kubernetesIngress
+	// provider's (watchIngressWithoutClass is off), those of the class
+	// NGINXIngressClass are not its. Traefik attaches the plain-HTTP
+	// router of an Ingress with TLS to every entrypoint without TLS, the
+	// Gateway's too.
+	IngressNGINX bool
 	// GatewayIP, when set (with Gateway), is the address Traefik publishes
 	// in the status of the Gateways it serves (status.addresses, its
 	// statusAddress.ip). It is only written, never listened on.
@@ -63,6 +75,15 @@ const DefaultThrottle = 50 * time.Millisecond
 const (
 	IngressClass      = "traefik"
 	IngressController = "traefik.io/ingress-controller"
+)
+
+// NGINXIngressClass and NGINXIngressController are the IngressClass and
+// its spec.controller whose Ingresses Traefik's kubernetesIngressNGINX
+// provider serves (TraefikOptions.IngressNGINX): ingress-nginx's defaults,
+// which the provider takes as its ingressClass and controllerClass.
+const (
+	NGINXIngressClass      = "nginx"
+	NGINXIngressController = "k8s.io/ingress-nginx"
 )
 
 // GatewayController is the controllerName of a GatewayClass whose
@@ -166,6 +187,9 @@ func StartTraefik(cfg *rest.Config, o TraefikOptions) (*Traefik, error) {
 	}
 	if o.IngressIP != "" {
 		args = append(args, "--providers.kubernetesIngress.ingressEndpoint.ip="+o.IngressIP)
+	}
+	if o.IngressNGINX {
+		args = append(args, "--providers.kubernetesIngressNGINX=true")
 	}
 	if o.Gateway {
 		tr.GatewayAddrs = ports[3:]
@@ -294,15 +318,27 @@ type Response struct {
 	Backend string
 	// Path is the request path the backend saw.
 	Path string
+	// Host is the Host header the backend saw, and ForwardedPrefix its
+	// X-Forwarded-Prefix headers (nil: none), Query its query string.
+	Host            string
+	ForwardedPrefix []string
+	Query           string
+	// Location is the answer's Location header.
+	Location string
+	// Header is every header of the answer.
+	Header http.Header
 	// Certificate is the leaf certificate Traefik presented (HTTPS only).
 	Certificate *x509.Certificate
 }
 
 func (r Response) String() string {
 	if r.Backend == "" {
+		if r.Location != "" {
+			return fmt.Sprintf("%d from traefik, Location %s", r.Status, r.Location)
+		}
 		return fmt.Sprintf("%d from traefik", r.Status)
 	}
-	return fmt.Sprintf("%d from backend %s (path %s)", r.Status, r.Backend, r.Path)
+	return fmt.Sprintf("%d from backend %s (path %s, host %s, X-Forwarded-Prefix %q)", r.Status, r.Backend, r.Path, r.Host, r.ForwardedPrefix)
 }
 
 // httpClient sends each request on a new connection, so that every request
@@ -331,11 +367,20 @@ func (tr *Traefik) GetGatewayAt(ctx context.Context, i int, host, path string) (
 }
 
 func (tr *Traefik) get(ctx context.Context, addr, host, path string) (Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	return tr.Do(ctx, addr, http.MethodGet, host, path, nil)
+}
+
+// Do sends method http://host/path, with header, to addr (one of
+// Traefik's entrypoints: HTTPAddr, GatewayAddrs, NginxAddr).
+func (tr *Traefik) Do(ctx context.Context, addr, method, host, path string, header http.Header) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
 	if err != nil {
 		return Response{}, err
 	}
 	req.Host = host
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	return do(httpClient, req)
 }
 
@@ -370,9 +415,12 @@ func do(c *http.Client, req *http.Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	r := Response{Status: resp.StatusCode, Backend: resp.Header.Get(headerBackend)}
+	r := Response{Status: resp.StatusCode, Backend: resp.Header.Get(headerBackend), Location: resp.Header.Get("Location"), Header: resp.Header}
 	if r.Backend != "" {
 		r.Path = string(bytes.TrimSpace(body))
+		r.Host = resp.Header.Get(headerHost)
+		r.ForwardedPrefix = resp.Header.Values(headerForwardedPrefix)
+		r.Query = resp.Header.Get(headerQuery)
 	}
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
 		r.Certificate = resp.TLS.PeerCertificates[0]
