@@ -59,6 +59,10 @@ type gatewayAPI struct {
 	// enqueueRoute brings back the Service of a route whose Gateway's
 	// verdict (untilServes) changed.
 	enqueueRoute func(route any)
+	// gatewayChanged, when set, is told of every Gateway added, deleted,
+	// or changed in its spec or verdict: the user's Ingresses that move to
+	// it check its listeners (migrate.go).
+	gatewayChanged func(key cache.ObjectName)
 	// askNow (buffered, one) asks discovery again at once, before the
 	// interval is up: a sync was answered that HTTPRoutes are not served
 	// (see routesNotServed). Nil: only at the interval.
@@ -330,7 +334,8 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 // gatewayHandler brings back the Services whose routes are for a Gateway
 // whose verdict (untilGatewayServes) changed: added, deleted, programmed,
 // given an address or losing it. Other changes of a Gateway (and resyncs)
-// change nothing of a route's.
+// change nothing of a route's; a change of its spec (its listeners) is
+// told to gatewayChanged.
 func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		key, err := controller.ObjectKey(obj) // a tombstone's too
@@ -340,16 +345,23 @@ func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHan
 		for _, route := range routeList(routes, key.String()) {
 			g.enqueueRoute(route)
 		}
+		if g.gatewayChanged != nil {
+			g.gatewayChanged(key)
+		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*gatewayv1.Gateway)
 			n, ok2 := newObj.(*gatewayv1.Gateway)
-			if ok1 && ok2 && untilGatewayServes(o) == untilGatewayServes(n) {
-				return
+			switch {
+			case !ok1 || !ok2 || untilGatewayServes(o) != untilGatewayServes(n):
+				enqueue(newObj)
+			case o.Generation != n.Generation && g.gatewayChanged != nil:
+				if key, err := controller.ObjectKey(n); err == nil {
+					g.gatewayChanged(key)
+				}
 			}
-			enqueue(newObj)
 		},
 		DeleteFunc: enqueue,
 	}

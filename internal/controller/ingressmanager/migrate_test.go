@@ -118,7 +118,7 @@ func TestRenderMigration(t *testing.T) {
 			ing: userIngress(), hostnames: []gatewayv1.Hostname{"shop.example.com"},
 			rules: []gatewayv1.HTTPRouteRule{routeRule(gatewayv1.PathMatchPathPrefix, "/", "web", 80)}},
 		{name: "Exact and Prefix paths: a rule each, in order",
-			ing: userIngress(withPaths(ingressPath("/api", networkingv1.PathTypeExact, "api", 8080, ""), ingressPath("/", networkingv1.PathTypePrefix, "web", 80, ""))),
+			ing:   userIngress(withPaths(ingressPath("/api", networkingv1.PathTypeExact, "api", 8080, ""), ingressPath("/", networkingv1.PathTypePrefix, "web", 80, ""))),
 			rules: []gatewayv1.HTTPRouteRule{routeRule(gatewayv1.PathMatchExact, "/api", "api", 8080), routeRule(gatewayv1.PathMatchPathPrefix, "/", "web", 80)}},
 		{name: "two hosts with the same paths: both hostnames, the paths once",
 			ing:       userIngress(withRule("www.example.com", ingressPath("/", networkingv1.PathTypePrefix, "web", 80, ""))),

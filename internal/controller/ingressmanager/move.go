@@ -97,7 +97,7 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 	target := to.obj
 	// A target the Service moved away from and is back on, withdrawn from
 	// external-dns while it drained, is the one to resolve to again.
-	returned, err := to.w.restore(ctx, target, fmt.Sprintf("the Service is on %s %s again", to.w.kind, target.GetName()), r)
+	returned, err := to.w.restore(ctx, target, fmt.Sprintf("%s on %s %s again", own.subject(), to.w.kind, target.GetName()), r)
 	if err != nil {
 		return false, err
 	}
@@ -123,7 +123,7 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 			return true, &controller.RequeueAfter{Delay: wait}
 		}
 	}
-	return true, retire(ctx, from, c.cutover, whyServes(target), r)
+	return true, retire(ctx, from, c.cutover, whyServes(own, target), r)
 }
 
 // keepWhileInvalid is move's step 2 for a target whose annotations are
@@ -134,7 +134,7 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 // object left that serves.
 func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, c *Controller, own owner, to end[N, NA], from end[O, OA], r *report) error {
 	if to.of(own) && untilServes(to.obj, c.gateway.lookup) == "" {
-		_, err := to.w.restore(ctx, to.obj, fmt.Sprintf("the Service is on %s %s again, which serves it as it is while its annotations are invalid", to.w.kind, to.obj.GetName()), r)
+		_, err := to.w.restore(ctx, to.obj, fmt.Sprintf("%s on %s %s again, which serves it as it is while its annotations are invalid", own.subject(), to.w.kind, to.obj.GetName()), r)
 		return err
 	}
 	return from.keep(ctx, own, fmt.Sprintf("the annotations of its replacement's %s are invalid", to.w.kind), r)
@@ -189,7 +189,7 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 	if to.of(own) {
 		warnRouteStatus(route, desired.Spec.ParentRefs[0], r)
 	}
-	settle := c.parentsDuringMove(ctx, svc, route, desired)
+	settle := c.parentsDuringMove(ctx, own, route, desired)
 	served, err := move(ctx, c, own, desired, to, from, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`, r)
 	if err == nil && settle > 0 {
 		err = &controller.RequeueAfter{Delay: settle}
@@ -227,8 +227,8 @@ const maxParentRefs = 32
 // settle time; only then are they dropped. Until then the Gateways it
 // moves away from go on routing the Service. It returns how long the old
 // parents stay, 0 when there are none or they go now.
-func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service, live, desired *gatewayv1.HTTPRoute) time.Duration {
-	if live == nil || !isControlledBy(live, svc) || isBeingDeleted(live) {
+func (c *Controller) parentsDuringMove(ctx context.Context, own owner, live, desired *gatewayv1.HTTPRoute) time.Duration {
+	if live == nil || !own.owns(live) || isBeingDeleted(live) {
 		return 0
 	}
 	want := parentKey(desired.Spec.ParentRefs[0], desired.Namespace)
@@ -239,18 +239,18 @@ func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service,
 		}
 	}
 	if len(old) == 0 {
-		c.settling.resetParents(serviceOwner(svc))
+		c.settling.resetParents(own)
 		return 0
 	}
 	var settle time.Duration
 	if len(live.Spec.ParentRefs) > 0 && parentKey(live.Spec.ParentRefs[0], live.Namespace) == want && untilServes(live, c.gateway.lookup) == "" {
-		if settle = c.settling.remainingParents(serviceOwner(svc), live.UID); settle == 0 {
+		if settle = c.settling.remainingParents(own, live.UID); settle == 0 {
 			klog.FromContext(ctx).Info("The route's Gateway serves it; dropping the Gateways it moved away from",
 				"gateway", gatewayName(desired.Spec.ParentRefs[0], desired.Namespace), "dropped", len(old))
 			return 0
 		}
 	} else {
-		c.settling.resetParents(serviceOwner(svc))
+		c.settling.resetParents(own)
 	}
 	// Up to the Gateway API's limit: parents a Gateway accepted (which
 	// route the Service) before those that never did (Gateways asked for

@@ -49,6 +49,15 @@ func (o owner) owns(obj metav1.Object) bool {
 	return isMigratedFrom(obj, o.ing)
 }
 
+// subject names what moves, for a message: "the Service is", or, for a
+// user's Ingress, "its traffic is".
+func (o owner) subject() string {
+	if o.svc != nil {
+		return "the Service is"
+	}
+	return "its traffic is"
+}
+
 // settleKey is the key of the owner's settle times.
 func (o owner) settleKey(parents bool) settleKey {
 	return settleKey{svc: cache.MetaObjectToName(o.object()), parents: parents, migration: o.ing != nil}
