@@ -80,7 +80,7 @@ func indexByMigrationTarget(obj any) ([]string, error) {
 
 // enqueueMigration queues the key of a user's Ingress that asks to move,
 // or did (it has our route, or is withdrawn from external-dns), for an
-// event of the Ingress or of a route made from one.
+// event of the Ingress or of a route of its name.
 func (c *Controller) enqueueMigration(obj metav1.Object) {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
@@ -91,8 +91,14 @@ func (c *Controller) enqueueMigration(obj metav1.Object) {
 			return
 		}
 	case *gatewayv1.HTTPRoute:
+		// A route made from an Ingress, or one in the place of an
+		// Ingress's that asks to move (someone else's, deleted: its
+		// route can be made now).
 		if _, ok := o.Annotations[AnnotationMigratedFrom]; !ok {
-			return
+			ing, err := cached[*networkingv1.Ingress](c.ingresses, cache.MetaObjectToName(o))
+			if err != nil || !migrationWanted(ing) {
+				return
+			}
 		}
 	default:
 		return

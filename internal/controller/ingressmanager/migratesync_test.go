@@ -258,6 +258,10 @@ func TestMigrationHandlers(t *testing.T) {
 	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
 		t.Errorf("route events queued %v, want default/web alone", got)
 	}
+	c.enqueueOwned(cache.DeletedFinalStateUnknown{Key: "default/web", Obj: &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}})
+	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
+		t.Errorf("someone else's route in the place of an Ingress's that asks to move, deleted: queued %v, want default/web", got)
+	}
 	c.serviceChanged(service(nil)) // default/my-nginx: no backend of any
 	c.serviceChanged(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
 	c.gatewayChanged(cache.ObjectName{Namespace: "default", Name: "gw"})
