@@ -118,6 +118,9 @@ type migrationInput struct {
 	// Supported is what the Gateway's class says it supports; nil:
 	// unknown.
 	Supported sets.Set[features.FeatureName]
+	// DefaultGateway, for a plan, is the Gateway of an Ingress that names
+	// none; nil: the route of such an Ingress has no parent.
+	DefaultGateway *GatewayRef
 	// Translate is the translation of the Ingress's annotations; nil:
 	// translateIngressAnnotations.
 	Translate func(map[string]string, sets.Set[features.FeatureName]) Carried
@@ -179,6 +182,9 @@ func renderMigration(in migrationInput) *Migration {
 	ann := ing.Annotations
 	m := &Migration{}
 	m.Gateway, m.Listener, m.DeleteAfterMove, m.Problems = parseMigrationAnnotations(ing)
+	if m.Gateway == nil && strings.TrimSpace(ann[AnnotationGateway]) == "" {
+		m.Gateway = in.DefaultGateway
+	}
 	if ref := metav1.GetControllerOfNoCopy(ing); ref != nil {
 		m.Unsupported = append(m.Unsupported, fmt.Sprintf("the Ingress is controlled by %s %s, which would undo or fight the move; move what makes it instead", ref.Kind, ref.Name))
 	}
@@ -211,7 +217,7 @@ func renderMigration(in migrationInput) *Migration {
 			m.Blocking = append(m.Blocking, b)
 		}
 	}
-	if !m.renderable() || m.Gateway == nil {
+	if !m.renderable() {
 		return m
 	}
 	m.Route = migrationRoute(ing, m, hosts, entries)
@@ -552,18 +558,20 @@ func migrationRoute(ing *networkingv1.Ingress, m *Migration, hosts []string, ent
 		Name: ing.Name, Namespace: ing.Namespace,
 		Annotations: migratedAnnotations(ing),
 	}}
-	parent := gatewayv1.ParentReference{
-		Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
-		Kind:  ptr.To(gatewayv1.Kind("Gateway")),
-		Name:  gatewayv1.ObjectName(m.Gateway.Name),
+	if m.Gateway != nil { // none only in a plan for an Ingress that names none
+		parent := gatewayv1.ParentReference{
+			Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
+			Kind:  ptr.To(gatewayv1.Kind("Gateway")),
+			Name:  gatewayv1.ObjectName(m.Gateway.Name),
+		}
+		if m.Gateway.Namespace != ing.Namespace {
+			parent.Namespace = ptr.To(gatewayv1.Namespace(m.Gateway.Namespace))
+		}
+		if m.Listener != "" {
+			parent.SectionName = ptr.To(gatewayv1.SectionName(m.Listener))
+		}
+		route.Spec.ParentRefs = []gatewayv1.ParentReference{parent}
 	}
-	if m.Gateway.Namespace != ing.Namespace {
-		parent.Namespace = ptr.To(gatewayv1.Namespace(m.Gateway.Namespace))
-	}
-	if m.Listener != "" {
-		parent.SectionName = ptr.To(gatewayv1.SectionName(m.Listener))
-	}
-	route.Spec.ParentRefs = []gatewayv1.ParentReference{parent}
 	for _, h := range hosts {
 		if h != "" {
 			route.Spec.Hostnames = append(route.Spec.Hostnames, gatewayv1.Hostname(h))

@@ -277,7 +277,7 @@ func TestRenderMigration(t *testing.T) {
 			if m.DeleteAfterMove != tc.deleteWhen {
 				t.Errorf("DeleteAfterMove = %v, want %v", m.DeleteAfterMove, tc.deleteWhen)
 			}
-			if (m.Route == nil) != (len(tc.unsupport) > 0 || len(tc.problems) > 0 && tc.problems[0] == ReasonInvalidGateway) {
+			if (m.Route == nil) != (len(tc.unsupport) > 0 || len(tc.problems) > 0 && tc.problems[0] == ReasonInvalidGateway) || (m.Route != nil && m.Gateway == nil) {
 				t.Fatalf("route %v with unsupported %q and problems %v", m.Route, m.Unsupported, m.Problems)
 			}
 			if m.Route == nil {

@@ -239,7 +239,7 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 		r.warn(ReasonMigrationUnsupported, "", fmt.Sprintf("no HTTPRoute can be made from the Ingress, which stays as it is (a route made before is left as it was): %s",
 			strings.Join(m.Unsupported, "; ")))
 	}
-	if !m.renderable() || m.Gateway == nil {
+	if !m.renderable() || m.Route == nil || m.Gateway == nil {
 		c.setState(key, stateBlocked)
 		return keepWhileInvalid(ctx, c, own, c.routeEnd(route), ingress, r)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,5 +318,49 @@ func TestMigrateSurvivesARestart(t *testing.T) {
 	}
 	if n := e.Writes.Count("delete", "ingresses") + e.Writes.Count("delete", "httproutes"); n != 0 {
 		t.Errorf("%d deletes", n)
+	}
+}
+
+// TestMigratePlanCommand: controller-manager migrate-plan against the real
+// API server, as a user runs it with a kubeconfig: the route of an Ingress
+// that does not ask to move yet (its port by name resolved through its
+// Service, the Gateway of --gateway), and where the move of one that asks
+// stands; it writes nothing.
+func TestMigratePlanCommand(t *testing.T) {
+	e := setup(t, migrateOpts(time.Minute))
+	svc := framework.SeedService(e.NS, "web", nil)
+	svc.Spec.Ports[0].Port = 8081 // named http
+	e.CreateService(svc)
+	plain := usersIngress(e.NS, "plain", nil)
+	plain.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port = networkingv1.ServiceBackendPort{Name: "http"}
+	e.createIngress(plain)
+	asking := e.createIngress(usersIngress(e.NS, "web", map[string]string{"ingress/gateway": "gw"}))
+	e.waitMigratedRoute(asking)
+
+	kubeconfig := framework.Kubeconfig(t, framework.AdminConfig())
+	writes := e.Writes.Writes("ingresses") + e.Writes.Writes("httproutes")
+	cmd := app.NewCommand()
+	var out, errOut strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"migrate-plan", "--kubeconfig", kubeconfig, "--namespace", e.NS, "--gateway", "infra/shared"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("migrate-plan: %v\n%s", err, errOut.String())
+	}
+	plan := out.String()
+	for _, want := range []string{
+		fmt.Sprintf("# Ingress %s/plain does not ask to move (no ingress/gateway); the plan is for Gateway infra/shared (--gateway).", e.NS),
+		"port: 8081", // the Service's port named http
+		fmt.Sprintf("# Ingress %s/web asks to move to Gateway gw (ingress/gateway).", e.NS),
+		fmt.Sprintf("#   Move: HTTPRoute %s/web is made from this Ingress and does not serve yet", e.NS),
+		"#   The Ingress is in external-dns.",
+		"ingress/migrated-from: " + string(asking.UID),
+	} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the plan does not say %q:\n%s", want, plan)
+		}
+	}
+	if got := e.Writes.Writes("ingresses") + e.Writes.Writes("httproutes"); got != writes {
+		t.Errorf("the manager wrote %d times while the plan ran", got-writes)
 	}
 }
