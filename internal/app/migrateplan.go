@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/term"
 	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
@@ -25,10 +24,7 @@ type migratePlanOptions struct {
 func (o *migratePlanOptions) flags() cliflag.NamedFlagSets {
 	var fss cliflag.NamedFlagSets
 	fs := fss.FlagSet("cluster")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
-		"Path to a kubeconfig file. Without it (and without --master): KUBECONFIG, then the in-cluster config when it runs in a Pod, then ~/.kube/config, as the manager.")
-	fs.StringVar(&o.Master, "master", o.Master,
-		"Address of the Kubernetes API server; overrides the server in the kubeconfig.")
+	bindClusterFlags(fs, &o.Kubeconfig, &o.Master)
 	fs = fss.FlagSet("plan")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
 		"Only plan the Ingresses of this namespace, as the manager's --namespace confines it. Empty means all namespaces.")
@@ -61,10 +57,8 @@ does. Review it, then annotate the Ingress with ingress/gateway.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Namespace != "" {
-				if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-					return fmt.Errorf("--namespace: %q is not a valid namespace name: %v", o.Namespace, msgs)
-				}
+			if err := validateNamespace(o.Namespace); err != nil {
+				return err
 			}
 			if o.DNSDrain < 0 {
 				return fmt.Errorf("--ingress-move-dns-drain: must not be negative, got %v", o.DNSDrain)

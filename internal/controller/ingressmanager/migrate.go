@@ -559,18 +559,7 @@ func migrationRoute(ing *networkingv1.Ingress, m *Migration, hosts []string, ent
 		Annotations: migratedAnnotations(ing),
 	}}
 	if m.Gateway != nil { // none only in a plan for an Ingress that names none
-		parent := gatewayv1.ParentReference{
-			Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
-			Kind:  ptr.To(gatewayv1.Kind("Gateway")),
-			Name:  gatewayv1.ObjectName(m.Gateway.Name),
-		}
-		if m.Gateway.Namespace != ing.Namespace {
-			parent.Namespace = ptr.To(gatewayv1.Namespace(m.Gateway.Namespace))
-		}
-		if m.Listener != "" {
-			parent.SectionName = ptr.To(gatewayv1.SectionName(m.Listener))
-		}
-		route.Spec.ParentRefs = []gatewayv1.ParentReference{parent}
+		route.Spec.ParentRefs = []gatewayv1.ParentReference{gatewayParent(*m.Gateway, ing.Namespace, m.Listener)}
 	}
 	for _, h := range hosts {
 		if h != "" {
@@ -578,18 +567,7 @@ func migrationRoute(ing *networkingv1.Ingress, m *Migration, hosts []string, ent
 		}
 	}
 	for _, e := range entries {
-		rule := gatewayv1.HTTPRouteRule{
-			Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(e.match), Value: ptr.To(e.value)}}},
-			BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
-				BackendObjectReference: gatewayv1.BackendObjectReference{
-					Group: ptr.To(gatewayv1.Group("")),
-					Kind:  ptr.To(gatewayv1.Kind("Service")),
-					Name:  gatewayv1.ObjectName(e.backend),
-					Port:  ptr.To(e.port),
-				},
-				Weight: ptr.To[int32](1),
-			}}},
-		}
+		rule := serviceRule(e.match, e.value, e.backend, e.port)
 		for _, f := range m.Carried.Filters {
 			rule.Filters = append(rule.Filters, *f.DeepCopy())
 		}

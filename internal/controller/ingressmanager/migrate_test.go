@@ -79,16 +79,9 @@ func listener(name string, protocol gatewayv1.ProtocolType, hostname string) gat
 	return l
 }
 
-// rule is a route rule as the rendering makes it.
+// routeRule is a route rule as the rendering makes it.
 func routeRule(match gatewayv1.PathMatchType, path, backend string, port int32) gatewayv1.HTTPRouteRule {
-	return gatewayv1.HTTPRouteRule{
-		Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(match), Value: ptr.To(path)}}},
-		BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
-			BackendObjectReference: gatewayv1.BackendObjectReference{Group: ptr.To(gatewayv1.Group("")), Kind: ptr.To(gatewayv1.Kind("Service")),
-				Name: gatewayv1.ObjectName(backend), Port: ptr.To(port)},
-			Weight: ptr.To[int32](1),
-		}}},
-	}
+	return serviceRule(match, path, backend, port)
 }
 
 // TestRenderMigration: the route of a user's Ingress, and what keeps the
@@ -325,6 +318,18 @@ func checkMigrationRoute(t *testing.T, ing *networkingv1.Ingress, route *gateway
 	}
 	if p := route.Spec.ParentRefs; len(p) != 1 || p[0].Group == nil || p[0].Kind == nil {
 		t.Errorf("parentRefs %+v, want one with group and kind", p)
+	}
+	for _, r := range route.Spec.Rules {
+		for _, m := range r.Matches {
+			if m.Path == nil || m.Path.Type == nil || m.Path.Value == nil {
+				t.Errorf("match %+v: the CRD would default its path", m)
+			}
+		}
+		for _, b := range r.BackendRefs {
+			if ptr.Deref(b.Group, "x") != "" || ptr.Deref(b.Kind, "") != "Service" || ptr.Deref(b.Weight, 0) != 1 || b.Port == nil {
+				t.Errorf("backendRef %+v: the CRD would default group, kind or weight", b)
+			}
+		}
 	}
 	if _, err := routeWriter(nil, "").applyConfiguration(route, ""); err != nil {
 		t.Errorf("apply configuration: %v", err)
