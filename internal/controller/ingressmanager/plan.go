@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -220,7 +221,7 @@ func writeIngressPlan(w io.Writer, ing *networkingv1.Ingress, m *Migration, serv
 	}
 	out := m.Route.DeepCopy()
 	out.APIVersion, out.Kind = gatewayv1.GroupVersion.String(), "HTTPRoute"
-	data, err := yaml.Marshal(out)
+	data, err := routeYAML(out)
 	if err != nil {
 		return fmt.Errorf("encoding the route of ingress %s/%s: %w", ing.Namespace, ing.Name, err)
 	}
@@ -265,4 +266,19 @@ func writeMoveState(line func(string, ...any), ing *networkingv1.Ingress, m *Mig
 	default:
 		line("  Moved: the Ingress was withdrawn from external-dns at %s and drained; it stays, withdrawn.", at.UTC().Format(time.RFC3339))
 	}
+}
+
+// routeYAML is route as YAML without its status, which is no one's to
+// write but its Gateway's.
+func routeYAML(route *gatewayv1.HTTPRoute) ([]byte, error) {
+	data, err := json.Marshal(route)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	delete(obj, "status")
+	return yaml.Marshal(obj)
 }
