@@ -81,7 +81,13 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 			Sync: c.syncMigration, DrainTimeout: cctx.DrainTimeout, StopNow: cctx.StopNow},
 		notes: notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
 	}
-	requeue := func(key types.NamespacedName) { c.EnqueueKey(cache.ObjectName(key)) }
+	// A held event of a name that a create's answer does not explain may be
+	// of a user's Ingress that asks to move: its key is queued too (a
+	// cheap sync when it is not).
+	requeue := func(key types.NamespacedName) {
+		c.EnqueueKey(cache.ObjectName(key))
+		c.migrations.loop.Queue.Add(cache.ObjectName(key))
+	}
 	c.ingress.requeue, c.route.requeue = requeue, requeue
 	owned := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addOwned,

@@ -226,7 +226,7 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 		c.setState(key, stateBlocked)
 		r.warn(ReasonGatewayAPINotInstalled, "", fmt.Sprintf(
 			"the Ingress asks to move to an HTTPRoute attached to Gateway %s, but the cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 httproutes); it stays as it is until the Gateway API CRDs are installed",
-			strings.TrimSpace(ing.Annotations[AnnotationGateway])))
+			quote(strings.TrimSpace(ing.Annotations[AnnotationGateway]))))
 		_, err := c.ingress.restore(ctx, ing, "the Gateway API is not served", r)
 		return err
 	}
