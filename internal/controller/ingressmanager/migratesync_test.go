@@ -3,6 +3,7 @@ package ingressmanager
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,5 +274,34 @@ func TestMigrationHandlers(t *testing.T) {
 	c.updateIngress(other, other)
 	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
 		t.Errorf("resyncs queued %v, want default/web alone", got)
+	}
+}
+
+// TestMigrationEventsNameKeysNotValues: what blocks is said by key and
+// why, never by value (an annotation may hold a token: an auth URL with
+// credentials, a snippet).
+func TestMigrationEventsNameKeysNotValues(t *testing.T) {
+	const secret = "s3cr3t-t0ken"
+	f := newCutoverFixture(t, testDrain)
+	ing := f.addUserIngress(userIngress(withAnnotations(
+		"nginx.ingress.kubernetes.io/auth-url", "https://user:"+secret+"@auth.example.com/check",
+		"nginx.ingress.kubernetes.io/configuration-snippet", "proxy_set_header Authorization \"Bearer "+secret+"\";",
+	)), withAddress)
+	if err := f.syncMigration(ing); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for len(f.recorder.Events) > 0 {
+		e := <-f.recorder.Events
+		n++
+		if strings.Contains(e, secret) {
+			t.Errorf("an Event shows an annotation's value: %s", e)
+		}
+		if !strings.Contains(e, "nginx.ingress.kubernetes.io/auth-url") {
+			t.Errorf("an Event does not name the key that blocks: %s", e)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d Events, want one Warning", n)
 	}
 }
