@@ -204,9 +204,22 @@ func renderMigration(in migrationInput) *Migration {
 	if translate == nil {
 		translate = translateIngressAnnotations
 	}
+	// The translation's order: translate, checkPaths, forOneRoute (one
+	// route is made: no HTTPS redirect route, no canary merged), the
+	// acknowledged keys left off, then applyTo the route.
+	tlsHosts := ingressTLSHosts(ing, hosts)
 	m.Carried = translate(translatedAnnotations(ann), in.Supported)
+	paths := make([]string, 0, len(entries))
+	for _, e := range entries {
+		paths = append(paths, e.value)
+	}
+	m.Carried.checkPaths(paths)
+	m.Carried.forOneRoute(len(tlsHosts) > 0)
 	blocking := slices.Clone(m.Carried.Blocking)
-	if b := tlsBlocking(ing, hosts, m, in); b != nil {
+	if b := defaultSSLRedirect(ing, tlsHosts); b != nil {
+		blocking = append(blocking, *b)
+	}
+	if b := tlsBlocking(tlsHosts, m, in); b != nil {
 		blocking = append(blocking, *b)
 	}
 	acked, all := parseAcknowledged(ann)
@@ -221,6 +234,7 @@ func renderMigration(in migrationInput) *Migration {
 		return m
 	}
 	m.Route = migrationRoute(ing, m, hosts, entries)
+	m.Carried.applyTo(m.Route)
 	return m
 }
 
@@ -490,23 +504,53 @@ func ingressHosts(ing *networkingv1.Ingress) []string {
 	return out
 }
 
+// ingressTLSHosts lists the hosts of the route (hosts) that ing serves
+// with TLS: those its spec.tls names, every one for an entry that names
+// none (ingress-nginx's default certificate).
+func ingressTLSHosts(ing *networkingv1.Ingress, hosts []string) []string {
+	var out []string
+	for _, t := range ing.Spec.TLS {
+		th := t.Hosts
+		if len(th) == 0 {
+			th = hosts
+		}
+		for _, h := range th {
+			if slices.Contains(hosts, h) && !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// nginxSSLRedirect is ingress-nginx's ssl-redirect key, whose default,
+// absent, is "true".
+const nginxSSLRedirect = "nginx.ingress.kubernetes.io/ssl-redirect"
+
+// defaultSSLRedirect returns why ingress-nginx's default redirect of plain
+// HTTP to HTTPS blocks the move, nil when it does not apply: the class
+// nginx redirects the TLS hosts unless ssl-redirect (or
+// force-ssl-redirect) says otherwise, and one HTTPRoute, attached to the
+// Gateway's HTTP and HTTPS listeners alike, cannot tell the two apart (a
+// second route on the HTTP listeners can). Set, the keys are the
+// translation's.
+func defaultSSLRedirect(ing *networkingv1.Ingress, tlsHosts []string) *BlockedKey {
+	_, set := ing.Annotations[nginxSSLRedirect]
+	_, force := ing.Annotations["nginx.ingress.kubernetes.io/force-ssl-redirect"]
+	if len(tlsHosts) == 0 || ingressClass(ing) != "nginx" || set || force {
+		return nil
+	}
+	return &BlockedKey{Key: nginxSSLRedirect, Why: fmt.Sprintf(
+		"is not set, and its default (\"true\") has ingress-nginx redirect plain HTTP to HTTPS for %s, which one HTTPRoute cannot: "+
+			"redirect on the Gateway side (an HTTPRoute on its HTTP listener with a RequestRedirect filter of scheme https), then acknowledge the key, or set it to \"false\"",
+		listSome(tlsHosts))}
+}
+
 // tlsBlocking returns why spec.tls blocks the move, nil when it does not:
 // the Gateway terminates TLS, so each TLS host of the route needs an HTTPS
 // listener of it (the one ingress/gateway-listener names, when set) that
 // takes the host.
-func tlsBlocking(ing *networkingv1.Ingress, hosts []string, m *Migration, in migrationInput) *BlockedKey {
-	var tlsHosts []string
-	for _, t := range ing.Spec.TLS {
-		th := t.Hosts
-		if len(th) == 0 {
-			th = hosts // ingress-nginx's default certificate, for every host
-		}
-		for _, h := range th {
-			if slices.Contains(hosts, h) && !slices.Contains(tlsHosts, h) {
-				tlsHosts = append(tlsHosts, h)
-			}
-		}
-	}
+func tlsBlocking(tlsHosts []string, m *Migration, in migrationInput) *BlockedKey {
 	if len(tlsHosts) == 0 || m.Gateway == nil {
 		return nil
 	}
@@ -550,9 +594,10 @@ func listenerTakes(lh *gatewayv1.Hostname, h string) bool {
 
 // migrationRoute renders the route: the Ingress's name and namespace, the
 // marker of where it comes from, the Ingress's external-dns annotations,
-// the Gateway as its one parent, the hosts, and one rule a path with the
-// carried filters and timeouts. Every field the CRD would default is set,
-// so that the route reads back as it was written.
+// the Gateway as its one parent, the hosts, and one rule a path (the
+// translation's filters and timeouts are applied to it after). Every
+// field the CRD would default is set, so that the route reads back as it
+// was written.
 func migrationRoute(ing *networkingv1.Ingress, m *Migration, hosts []string, entries []pathEntry) *gatewayv1.HTTPRoute {
 	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{
 		Name: ing.Name, Namespace: ing.Namespace,
@@ -567,14 +612,7 @@ func migrationRoute(ing *networkingv1.Ingress, m *Migration, hosts []string, ent
 		}
 	}
 	for _, e := range entries {
-		rule := serviceRule(e.match, e.value, e.backend, e.port)
-		for _, f := range m.Carried.Filters {
-			rule.Filters = append(rule.Filters, *f.DeepCopy())
-		}
-		if m.Carried.Timeouts != nil {
-			rule.Timeouts = m.Carried.Timeouts.DeepCopy()
-		}
-		route.Spec.Rules = append(route.Spec.Rules, rule)
+		route.Spec.Rules = append(route.Spec.Rules, serviceRule(e.match, e.value, e.backend, e.port))
 	}
 	return route
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // This file is a stand-in for the translation table (translate.go): what
-// the rendering of a user's Ingress's route (migrate.go) asks of it, and an
+// the rendering of a user's Ingress's route (migrate.go) asks of it
+// (translate, then Carried's checkPaths, forOneRoute and applyTo), and an
 // answer that carries nothing. Merged with the real table, this file goes
 // and translateIngressAnnotations names translate.
 
@@ -50,4 +51,23 @@ func translateStandIn(ann map[string]string, _ sets.Set[features.FeatureName]) C
 		}
 	}
 	return out
+}
+
+// checkPaths blocks what cannot be carried for rules matching paths.
+func (c *Carried) checkPaths([]string) {}
+
+// forOneRoute takes out of c what one HTTPRoute alone cannot carry.
+func (c *Carried) forOneRoute(tls bool) {}
+
+// applyTo renders c into every rule of route: its filters and timeouts.
+func (c *Carried) applyTo(route *gatewayv1.HTTPRoute) {
+	for i := range route.Spec.Rules {
+		rule := &route.Spec.Rules[i]
+		for _, f := range c.Filters {
+			rule.Filters = append(rule.Filters, *f.DeepCopy())
+		}
+		if c.Timeouts != nil {
+			rule.Timeouts = c.Timeouts.DeepCopy()
+		}
+	}
 }
