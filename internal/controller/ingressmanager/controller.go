@@ -135,11 +135,14 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	// they may still own are seen once the answer brings their owners back
 	// (gatewayAnswered). Readiness waits for the answer.
 	c.ReadyAfter(c.gateway)
+	// The migrations' loop logs under its own name alone, not under the
+	// Services' loop's too.
+	logger := klog.FromContext(ctx)
 	c.Background = func(ctx context.Context) {
 		var wg sync.WaitGroup
 		wg.Go(func() { c.reportMoves(ctx) })
 		wg.Go(func() { c.reportMigrations(ctx) })
-		c.migrations.loop.Run(ctx, c.workers)
+		c.migrations.loop.Run(klog.NewContext(ctx, logger), c.workers)
 		wg.Wait()
 	}
 	return c, nil
