@@ -151,8 +151,8 @@ func annotationReference(root string, files map[string][]byte) error {
 	}
 	var b strings.Builder
 	b.WriteString(header("the `Annotation*` constants of internal/controller/ingressmanager and their doc comments"))
-	b.WriteString("# Service annotation reference\n\nThe annotations ingress-manager reads on a Service, " +
-		"and those it writes on the Ingress or HTTPRoute a Service moves away from. " +
+	b.WriteString("# Service annotation reference\n\nThe annotations ingress-manager reads on a Service (and on a user's Ingress " +
+		"that moves to an HTTPRoute), and those it writes on the Ingress or HTTPRoute it moves away from or makes. " +
 		"See [the ingress-manager guide](../ingress-manager.md) for how they combine.\n")
 	writeGroups(&b, groups, func(g constGroup) string { return title(g.Doc, g.Pkg) })
 	b.WriteString("\n## Keys of ingress/annotations only an Ingress controller reads\n\n" +

@@ -34,7 +34,11 @@ func NewCommand() *cobra.Command {
   ingress-manager   keeps an Ingress for every Service annotated ingress/http
 
 Select them with --controllers. The cluster is given by --kubeconfig/--master,
-KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
+KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.
+
+controller-manager migrate-plan prints the HTTPRoutes ingress-manager would
+make from the cluster's Ingresses, and what keeps each from moving
+(controller-manager migrate-plan --help).`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if showVersion {
@@ -83,6 +87,7 @@ KUBECONFIG, the in-cluster config (in a Pod) or ~/.kube/config.`,
 	}
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	cmd.AddCommand(newMigratePlanCommand())
 	return cmd
 }
 

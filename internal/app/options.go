@@ -143,10 +143,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	var fss cliflag.NamedFlagSets
 
 	fs := fss.FlagSet("cluster")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
-		"Path to a kubeconfig file. Without it (and without --master) the manager uses KUBECONFIG, then the in-cluster config when it runs in a Pod, then ~/.kube/config.")
-	fs.StringVar(&o.Master, "master", o.Master,
-		"Address of the Kubernetes API server; overrides the server in the kubeconfig.")
+	bindClusterFlags(fs, &o.Kubeconfig, &o.Master)
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Client-side limit of API requests per second. Far above client-go's 5 so that a cold start over thousands of objects is limited by the API server (which protects itself with API Priority and Fairness), not by the client. A negative value disables client-side limiting.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
@@ -240,10 +237,8 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s-workers: must be at least 1, got %d", name, n))
 		}
 	}
-	if o.Namespace != "" {
-		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--namespace: %q is not a valid namespace name: %v", o.Namespace, msgs))
-		}
+	if err := validateNamespace(o.Namespace); err != nil {
+		errs = append(errs, err)
 	}
 	if o.KubeAPIQPS == 0 {
 		errs = append(errs, errors.New("--kube-api-qps: must not be 0 (use a negative value to disable client-side limiting)"))
@@ -317,6 +312,27 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--profiling: the profiles are served by the metrics server, which --metrics-bind-address=0 disables; give it an address or drop --profiling"))
 	}
 	return utilerrors.NewAggregate(errs)
+}
+
+// bindClusterFlags adds --kubeconfig and --master, the cluster's flags of
+// the manager and of migrate-plan.
+func bindClusterFlags(fs *pflag.FlagSet, kubeconfig, master *string) {
+	fs.StringVar(kubeconfig, "kubeconfig", *kubeconfig,
+		"Path to a kubeconfig file. Without it (and without --master): KUBECONFIG, then the in-cluster config when it runs in a Pod, then ~/.kube/config.")
+	fs.StringVar(master, "master", *master,
+		"Address of the Kubernetes API server; overrides the server in the kubeconfig.")
+}
+
+// validateNamespace checks --namespace: empty (all namespaces) or a
+// namespace name.
+func validateNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+		return fmt.Errorf("--namespace: %q is not a valid namespace name: %v", ns, msgs)
+	}
+	return nil
 }
 
 // validateLeaderElection checks what component-base's

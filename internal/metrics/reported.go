@@ -37,10 +37,35 @@ var (
 		"How long past its DNS drain (--ingress-move-dns-drain) the oldest Ingress or HTTPRoute of a move, withdrawn "+
 			"from external-dns, is still there; 0 when none is past it.",
 		"kind")
+
+	ingressMigrations = newReported(subsystem+"_ingress_migrations",
+		"Number of users' Ingresses that ask to move to an HTTPRoute (ingress/gateway), by state: blocked (they stay on "+
+			"their Ingress: keys the route cannot carry, a shape it cannot express, a bad annotation, another route of the "+
+			"name, or no Gateway API), moving (the route made, the Ingress still in external-dns until the route serves and "+
+			"settled), draining (withdrawn from external-dns, the DNS drain running) and moved (drained, the Ingress kept "+
+			"withdrawn); reported by the running ingress-manager.",
+		"state")
 )
 
 func init() {
-	legacyregistry.CustomMustRegister(networks, networkCloudUp, ingressMovesDraining, ingressMoveOverdue)
+	legacyregistry.CustomMustRegister(networks, networkCloudUp, ingressMovesDraining, ingressMoveOverdue, ingressMigrations)
+}
+
+// ReportIngressMigrations makes count a source of
+// controller_ingress_migrations until stop is called: at each scrape it
+// calls add once per Ingress that asks to move, with its state. Every
+// state of states is reported, 0 when no Ingress is in it.
+func ReportIngressMigrations(states []string, count func(add func(state string))) (stop func()) {
+	return ingressMigrations.add(func(set func(v float64, labels ...string)) {
+		n := map[string]float64{}
+		for _, s := range states {
+			n[s] = 0
+		}
+		count(func(state string) { n[state]++ })
+		for s, v := range n {
+			set(v, s)
+		}
+	})
 }
 
 // ReportNetworks makes count a source of controller_networks until stop is

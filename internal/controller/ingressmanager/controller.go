@@ -3,10 +3,12 @@ package ingressmanager
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -41,6 +43,9 @@ type Controller struct {
 	notes         notes
 	settling      settling
 	cutover       cutover
+	// migrations are the users' Ingresses that move to a route (migrate.go).
+	migrations migrations
+	workers    int
 }
 
 // The shared Service and Ingress informers, in every namespace.
@@ -71,7 +76,18 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		cutover:       cutover{drain: cfg.DNSDrain, now: time.Now},
 	}
 	c.Base = controller.NewBase(ctx, cctx, Name, c.sync)
-	requeue := func(key types.NamespacedName) { c.EnqueueKey(cache.ObjectName(key)) }
+	c.migrations = migrations{
+		loop: controller.Loop[cache.ObjectName]{Name: MigrationsName, Queue: controller.NewQueue[cache.ObjectName](MigrationsName),
+			Sync: c.syncMigration, DrainTimeout: cctx.DrainTimeout, StopNow: cctx.StopNow},
+		notes: notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
+	}
+	// A held event of a name that a create's answer does not explain may be
+	// of a user's Ingress that asks to move: its key is queued too (a
+	// cheap sync when it is not).
+	requeue := func(key types.NamespacedName) {
+		c.EnqueueKey(cache.ObjectName(key))
+		c.migrations.loop.Queue.Add(cache.ObjectName(key))
+	}
 	c.ingress.requeue, c.route.requeue = requeue, requeue
 	owned := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addOwned,
@@ -92,17 +108,25 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		handler:                owned,
 		enqueueRoute:           c.enqueueOwned,
 		enqueueGatewayServices: c.enqueueGatewayServices,
+		gatewayChanged:         c.gatewayChanged,
 		knownCh:                make(chan struct{}),
 		askNow:                 make(chan struct{}, 1),
 	}
 	if err := c.AddEventHandler(svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.Enqueue,
+		AddFunc:    func(obj any) { c.Enqueue(obj); c.serviceChanged(obj) },
 		UpdateFunc: c.updateService,
-		DeleteFunc: c.Enqueue,
+		DeleteFunc: func(obj any) { c.Enqueue(obj); c.serviceChanged(obj) },
 	}); err != nil {
 		return nil, err
 	}
-	if err := c.AddEventHandler(ingInformer.Informer(), owned); err != nil {
+	if err := ingInformer.Informer().AddIndexers(cache.Indexers{byBackendService: indexByBackendService, byMigrationTarget: indexByMigrationTarget}); err != nil {
+		return nil, fmt.Errorf("%s: indexing Ingresses: %w", Name, err)
+	}
+	if err := c.AddEventHandler(ingInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addOwned,
+		UpdateFunc: c.updateIngress,
+		DeleteFunc: c.enqueueOwned,
+	}); err != nil {
 		return nil, err
 	}
 	// Until it is known whether HTTPRoutes are served (and if so, until
@@ -112,8 +136,28 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	// they may still own are seen once the answer brings their owners back
 	// (gatewayAnswered). Readiness waits for the answer.
 	c.ReadyAfter(c.gateway)
-	c.Background = c.reportMoves
+	// The migrations' loop logs under its own name alone, not under the
+	// Services' loop's too.
+	logger := klog.FromContext(ctx)
+	c.Background = func(ctx context.Context) {
+		var wg sync.WaitGroup
+		wg.Go(func() { c.reportMoves(ctx) })
+		wg.Go(func() { c.reportMigrations(ctx) })
+		c.migrations.loop.Run(klog.NewContext(ctx, logger), c.workers)
+		wg.Wait()
+	}
 	return c, nil
+}
+
+// MigrationsName names the queue (and the reconcile metrics) of the users'
+// Ingresses that move to an HTTPRoute.
+const MigrationsName = Name + "-migrations"
+
+// Run implements controller.Interface: the Services' workers, and as many
+// for the users' Ingresses that move, until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.workers = workers
+	c.Base.Run(ctx, workers)
 }
 
 // Warm implements controller.Warmer: the watch of HTTPRoutes (and the
@@ -144,6 +188,9 @@ func (c *Controller) updateService(oldObj, newObj any) {
 	if oldSvc.UID != newSvc.UID || oldSvc.DeletionTimestamp.IsZero() != newSvc.DeletionTimestamp.IsZero() ||
 		!serviceInputsEqual(oldSvc, newSvc) {
 		c.Enqueue(newObj)
+	}
+	if oldSvc.UID != newSvc.UID || !equality.Semantic.DeepEqual(oldSvc.Spec.Ports, newSvc.Spec.Ports) {
+		c.serviceChanged(newObj)
 	}
 }
 
@@ -210,6 +257,7 @@ func (c *Controller) enqueueOwned(obj any) {
 		return
 	}
 	c.EnqueueKey(key)
+	c.enqueueMigration(o)
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && isServiceRef(ref) && ref.Name != key.Name {
 		// An owner reference's name is not validated by the API server.
 		owner := cache.ObjectName{Namespace: key.Namespace, Name: ref.Name}
@@ -238,6 +286,7 @@ func (c *Controller) enqueueGatewayServices() {
 // back on an Ingress, or from a Service gone): the informer's own events for
 // them may have been handled before its cache was published.
 func (c *Controller) gatewayAnswered() {
+	c.migrationsAnswered()
 	c.enqueueGatewayServices()
 	if routes, _ := c.gateway.routeCache(); routes != nil {
 		for _, obj := range routes.List() {

@@ -142,23 +142,29 @@ func withdrawalMarked(obj metav1.Object) bool {
 	return false
 }
 
-// retire takes obj, the old object of a move whose replacement is ready,
-// out of service: with no drain it is deleted at once; otherwise it is
-// withdrawn from external-dns, and deleted once the drain passed since.
-// The wait is a requeue, never a sleep.
-func retire[T object, AC any](ctx context.Context, w *writer[T, AC], d cutover, obj T, why string, r *report) error {
+// retire takes from's object, the old object of a move whose replacement
+// is ready, out of service: with no drain it is deleted at once; otherwise
+// it is withdrawn from external-dns, and deleted once the drain passed
+// since. A user's Ingress (from.user) is withdrawn even with no drain, and
+// once drained is deleted only when from.deleteDrained, as it was then;
+// otherwise it stays, withdrawn. The wait is a requeue, never a sleep.
+func retire[T object, AC any](ctx context.Context, from end[T, AC], d cutover, why string, r *report) error {
+	w, obj := from.w, from.obj
 	if isBeingDeleted(obj) {
 		return nil
 	}
-	if d.drain <= 0 {
+	if d.drain <= 0 && !from.user {
 		return w.delete(ctx, obj, why, r)
 	}
 	at, ok := withdrawnAt(obj)
 	if !ok {
-		if err := w.withdraw(ctx, obj, d.now(), d.drain, why, r); err != nil {
-			return err
+		if err := w.withdraw(ctx, obj, d.now(), d.drain, why, r); err != nil || d.drain <= 0 {
+			return err // with no drain, the withdrawal's event brings the owner back
 		}
 		return &controller.RequeueAfter{Delay: d.drain}
+	}
+	if d.drain <= 0 {
+		return drained(ctx, from, why, at, d, r)
 	}
 	// This clock only says when to look: the withdrawal's time on the
 	// object is the writer's clock, maybe another leader's. A time ahead
@@ -168,6 +174,11 @@ func retire[T object, AC any](ctx context.Context, w *writer[T, AC], d cutover, 
 	if left > 0 && !at.After(now) {
 		klog.FromContext(ctx).V(4).Info("Draining the "+w.kind+" withdrawn from external-dns", w.logKey(), klog.KObj(obj), "withdrawn", at, "left", left)
 		return &controller.RequeueAfter{Delay: left}
+	}
+	if from.user && !from.deleteDrained && left <= 0 {
+		// Nothing is deleted: this clock's word is enough, and a moved
+		// Ingress costs no request to the API server at each resync.
+		return drained(ctx, from, why, at, d, r)
 	}
 	// Whether the drain passed is the API server's clock's to say, from
 	// the time it recorded for the withdrawal to its now: two leaders'
@@ -185,7 +196,23 @@ func retire[T object, AC any](ctx context.Context, w *writer[T, AC], d cutover, 
 		klog.FromContext(ctx).V(4).Info("Draining the "+w.kind+" withdrawn from external-dns", w.logKey(), klog.KObj(obj), "withdrawn", at, "left", left)
 		return &controller.RequeueAfter{Delay: left}
 	}
-	return w.delete(ctx, obj, fmt.Sprintf("%s; withdrawn from external-dns at %s, the DNS drain (%v) passed", why, at.UTC().Format(time.RFC3339), d.drain), r)
+	return drained(ctx, from, why, at, d, r)
+}
+
+// drained is retire's last step, once from's object was withdrawn at and
+// the drain passed: it is deleted, unless it is a user's Ingress that did
+// not ask for that (it stays, withdrawn: the move is done).
+func drained[T object, AC any](ctx context.Context, from end[T, AC], why string, at time.Time, d cutover, r *report) error {
+	why = fmt.Sprintf("%s; withdrawn from external-dns at %s, the DNS drain (%v) passed", why, at.UTC().Format(time.RFC3339), d.drain)
+	switch {
+	case !from.user:
+		return from.w.delete(ctx, from.obj, why, r)
+	case from.deleteDrained:
+		return from.w.deleteExact(ctx, from.obj, why+", and its "+AnnotationDeleteAfterMove+" asks for its deletion", r)
+	}
+	r.normal(ReasonMovedToHTTPRoute, string(from.obj.GetUID()), fmt.Sprintf("Moved %s %s to its HTTPRoute: %s. It stays, withdrawn from external-dns; set %s: \"true\" to have it deleted, or remove %s to move back",
+		from.w.kind, from.obj.GetName(), why, AnnotationDeleteAfterMove, AnnotationGateway))
+	return nil
 }
 
 // dnsClockFieldManager is the field manager of the dry-run write that reads

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -64,6 +66,13 @@ const (
 	ReasonWaitingForIngress = "WaitingForIngress"
 )
 
+// eventObject is what Events are recorded on: a Service, or a user's
+// Ingress moving to an HTTPRoute (each kind with notes of its own).
+type eventObject interface {
+	metav1.Object
+	runtime.Object
+}
+
 // report collects the Events one sync has to say about a Service.
 type report struct {
 	events []event
@@ -111,7 +120,7 @@ type notes struct {
 // it forgets those the sync of svc no longer reports (so they are said
 // again if they come back); after one that stopped early (the Service being
 // deleted, the Gateway API's answer awaited) it forgets nothing.
-func (n *notes) publish(svc *corev1.Service, r *report, complete bool) {
+func (n *notes) publish(svc eventObject, r *report, complete bool) {
 	key := cache.MetaObjectToName(svc)
 	n.mu.Lock()
 	before := n.sent[key]
@@ -125,8 +134,8 @@ func (n *notes) publish(svc *corev1.Service, r *report, complete bool) {
 			send = append(send, e)
 			continue
 		}
-		version := cmp.Or(e.id, r.version, svc.ResourceVersion)
-		id := strings.Join([]string{e.reason, string(svc.UID), version, e.message}, "/")
+		version := cmp.Or(e.id, r.version, svc.GetResourceVersion())
+		id := strings.Join([]string{e.reason, string(svc.GetUID()), version, e.message}, "/")
 		if !before.Has(id) && !now.Has(id) {
 			send = append(send, e)
 		}

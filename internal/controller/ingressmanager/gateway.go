@@ -74,6 +74,10 @@ type gatewayAPI struct {
 	// enqueueGatewayServices brings back every Service that asks for a
 	// Gateway: what a GatewayClass supports changed.
 	enqueueGatewayServices func()
+	// gatewayChanged, when set, is told of every Gateway added, deleted,
+	// or changed in its spec or verdict: the user's Ingresses that move to
+	// it check its listeners (migrate.go).
+	gatewayChanged func(key cache.ObjectName)
 	// askNow (buffered, one) asks discovery again at once, before the
 	// interval is up: a sync was answered that HTTPRoutes are not served
 	// (see routesNotServed). Nil: only at the interval.
@@ -371,7 +375,8 @@ func (g *gatewayAPI) watch(ctx context.Context, gateways bool, answered func()) 
 // whose verdict (untilGatewayServes) changed: added, deleted, programmed,
 // given an address or losing it; and every Service on a Gateway when a
 // Gateway is added after the first list or changes class. Other changes
-// of a Gateway (and resyncs) change nothing of a route's.
+// of a Gateway (and resyncs) change nothing of a route's; a change of its
+// spec (its listeners, its class) is told to gatewayChanged.
 func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		key, err := controller.ObjectKey(obj) // a tombstone's too
@@ -380,6 +385,9 @@ func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHan
 		}
 		for _, route := range routeList(routes, key.String()) {
 			g.enqueueRoute(route)
+		}
+		if g.gatewayChanged != nil {
+			g.gatewayChanged(key)
 		}
 	}
 	// A Gateway's class decides what the routes of the Services on it
@@ -403,10 +411,14 @@ func (g *gatewayAPI) gatewayHandler(routes cache.Indexer) cache.ResourceEventHan
 			if ok1 && ok2 && o.Spec.GatewayClassName != n.Spec.GatewayClassName {
 				classChanged()
 			}
-			if ok1 && ok2 && untilGatewayServes(o) == untilGatewayServes(n) {
-				return
+			switch {
+			case !ok1 || !ok2 || untilGatewayServes(o) != untilGatewayServes(n):
+				enqueue(newObj)
+			case o.Generation != n.Generation && g.gatewayChanged != nil:
+				if key, err := controller.ObjectKey(n); err == nil {
+					g.gatewayChanged(key)
+				}
 			}
-			enqueue(newObj)
 		},
 		DeleteFunc: enqueue,
 	}

@@ -59,6 +59,7 @@ func newTestControllerClients(t testing.TB) (*Controller, testClients) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Loop.Queue.ShutDown)
+	t.Cleanup(c.migrations.loop.Queue.ShutDown)
 	return c, clients
 }
 

@@ -18,6 +18,7 @@ func TestMovesReportWithdrawnObjectsPastTheirDrain(t *testing.T) {
 		name    string
 		ingress []func(*networkingv1.Ingress)
 		route   []func(*gatewayv1.HTTPRoute)
+		users   bool // and a user's Ingress that asked to be deleted, 2 minutes past its drain
 		want    []string
 	}{
 		{name: "nothing withdrawn: no move",
@@ -56,9 +57,20 @@ func TestMovesReportWithdrawnObjectsPastTheirDrain(t *testing.T) {
 				i.Annotations[AnnotationExternalDNSController] = "dns-controller"
 			}},
 			route: []func(*gatewayv1.HTTPRoute){servedAt(1)}},
+		{name: "a user's Ingress that asked to be deleted, past its drain",
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)}, users: true,
+			want: []string{"Ingress 2m0s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newCutoverFixture(t, testDrain)
+			// Users' Ingresses moved to a route: kept ones are no drain;
+			// one that asked to be deleted is.
+			f.addUserIngress(userIngress(func(i *networkingv1.Ingress) { i.Name, i.UID = "kept", "kept-uid" },
+				withdrawn[*networkingv1.Ingress](testNow.Add(-time.Hour))))
+			if tc.users {
+				f.addUserIngress(userIngress(func(i *networkingv1.Ingress) { i.Name, i.UID = "deleted", "deleted-uid" },
+					withAnnotations(AnnotationDeleteAfterMove, "true"), withdrawn[*networkingv1.Ingress](testNow.Add(-3*time.Minute))))
+			}
 			svc := service(map[string]string{AnnotationGateway: "gw"}, port("http", 80))
 			f.addIngress(svc, both(tc.ingress...))
 			f.addRoute(svc, both(tc.route...))

@@ -42,25 +42,32 @@ import (
 //     the old object is retired: withdrawn from external-dns, drained, then
 //     deleted (retire).
 
-// end is one end of a move: the Service's object of one kind as cached (the
+// end is one end of a move: the owner's object of one kind as cached (the
 // zero value when there is none) and that kind's write path.
 type end[T object, AC any] struct {
 	w   *writer[T, AC]
 	obj T
+	// user: the object is a user's own Ingress (a migration, see
+	// migrate.go), not one the controller makes. As a target it is taken
+	// as it is, never written but for its external-dns annotations; as the
+	// old end of a move, once drained, it stays withdrawn from external-dns
+	// unless deleteDrained, and is deleted only as it was when that was
+	// decided (its resourceVersion a precondition too).
+	user, deleteDrained bool
 }
 
-// of reports whether e's object is the Service's own and not being deleted:
+// of reports whether e's object is the owner's own and not being deleted:
 // the one a move keeps, withdraws or retires.
-func (e end[T, AC]) of(svc *corev1.Service) bool {
+func (e end[T, AC]) of(own owner) bool {
 	var zero T
-	return e.obj != zero && isControlledBy(e.obj, svc) && !isBeingDeleted(e.obj)
+	return e.obj != zero && own.owns(e.obj) && !isBeingDeleted(e.obj)
 }
 
-// keep returns e's object, when it is the Service's own, to external-dns if
-// it was withdrawn from it: whatever serves the Service stays published
+// keep returns e's object, when it is the owner's own, to external-dns if
+// it was withdrawn from it: whatever serves the owner stays published
 // while its replacement does not serve.
-func (e end[T, AC]) keep(ctx context.Context, svc *corev1.Service, why string, r *report) error {
-	if !e.of(svc) {
+func (e end[T, AC]) keep(ctx context.Context, own owner, why string, r *report) error {
+	if !e.of(own) {
 		return nil
 	}
 	_, err := e.w.restore(ctx, e.obj, why, r)
@@ -72,8 +79,11 @@ func (e end[T, AC]) keep(ctx context.Context, svc *corev1.Service, why string, r
 // the user can do when someone else's object is in the target's place. It
 // reports whether the target serves the Service as its annotations ask:
 // converged, not written by this sync, and serving (untilServes).
-func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller, svc *corev1.Service, desired N, to end[N, NA], from end[O, OA], fix string, r *report) (bool, error) {
-	ok, wrote, err := to.w.converge(ctx, svc, to.obj, desired, r, fix)
+func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller, own owner, desired N, to end[N, NA], from end[O, OA], fix string, r *report) (bool, error) {
+	ok, wrote, err := to.of(own), false, error(nil)
+	if !to.user {
+		ok, wrote, err = to.w.converge(ctx, own, to.obj, desired, r, fix)
+	}
 	if wrote {
 		return false, err
 	}
@@ -82,38 +92,38 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 		if err != nil {
 			why = fmt.Sprintf("%s %s, which replaces it, cannot be written", to.w.kind, desired.GetName())
 		}
-		return false, errors.Join(err, from.keep(ctx, svc, why, r))
+		return false, errors.Join(err, from.keep(ctx, own, why, r))
 	}
 	target := to.obj
 	// A target the Service moved away from and is back on, withdrawn from
 	// external-dns while it drained, is the one to resolve to again.
-	returned, err := to.w.restore(ctx, target, fmt.Sprintf("the Service is on %s %s again", to.w.kind, target.GetName()), r)
+	returned, err := to.w.restore(ctx, target, fmt.Sprintf("%s on %s %s again", own.subject(), to.w.kind, target.GetName()), r)
 	if err != nil {
 		return false, err
 	}
 	if until := untilServes(target, c.gateway.lookup); until != "" {
-		c.settling.reset(svc)
-		if from.of(svc) {
+		c.settling.reset(own)
+		if from.of(own) {
 			r.normal(to.w.reasons.waiting, string(target.GetUID()), fmt.Sprintf("Keeping %s %s until %s", from.w.kind, from.obj.GetName(), until))
 		}
-		return false, from.keep(ctx, svc, "it is kept until "+until, r)
+		return false, from.keep(ctx, own, "it is kept until "+until, r)
 	}
 	if returned || withdrawalMarked(target) {
 		// Not back in external-dns as far as the cache knows: the old
 		// object stays in it until the target's update brings the
 		// Service back.
-		c.settling.reset(svc)
+		c.settling.reset(own)
 		return false, nil
 	}
-	if !from.of(svc) {
+	if !from.of(own) {
 		return true, nil
 	}
 	if _, draining := withdrawnAt(from.obj); !draining {
-		if wait := c.settling.remaining(svc, target.GetUID()); wait > 0 {
+		if wait := c.settling.remaining(own, target.GetUID()); wait > 0 {
 			return true, &controller.RequeueAfter{Delay: wait}
 		}
 	}
-	return true, retire(ctx, from.w, c.cutover, from.obj, whyServes(target), r)
+	return true, retire(ctx, from, c.cutover, whyServes(own, target), r)
 }
 
 // keepWhileInvalid is move's step 2 for a target whose annotations are
@@ -122,46 +132,46 @@ func move[N object, NA any, O object, OA any](ctx context.Context, c *Controller
 // as it is and was withdrawn from external-dns (the Service moved away
 // from it and back) is returned to it, as in step 3: it may be the only
 // object left that serves.
-func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, c *Controller, svc *corev1.Service, to end[N, NA], from end[O, OA], r *report) error {
-	if to.of(svc) && untilServes(to.obj, c.gateway.lookup) == "" {
-		_, err := to.w.restore(ctx, to.obj, fmt.Sprintf("the Service is on %s %s again, which serves it as it is while its annotations are invalid", to.w.kind, to.obj.GetName()), r)
+func keepWhileInvalid[N object, NA any, O object, OA any](ctx context.Context, c *Controller, own owner, to end[N, NA], from end[O, OA], r *report) error {
+	if to.of(own) && untilServes(to.obj, c.gateway.lookup) == "" {
+		_, err := to.w.restore(ctx, to.obj, fmt.Sprintf("%s on %s %s again, which serves it as it is while its annotations are invalid", own.subject(), to.w.kind, to.obj.GetName()), r)
 		return err
 	}
-	return from.keep(ctx, svc, fmt.Sprintf("the annotations of its replacement's %s are invalid", to.w.kind), r)
+	return from.keep(ctx, own, fmt.Sprintf("the annotations of its replacement's %s are invalid", to.w.kind), r)
 }
 
 // ingressEnd and routeEnd are the Service's Ingress and HTTPRoute as ends
 // of a move.
 func (c *Controller) ingressEnd(ing *networkingv1.Ingress) end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration] {
-	return end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]{c.ingress, ing}
+	return end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]{w: c.ingress, obj: ing}
 }
 
 func (c *Controller) routeEnd(route *gatewayv1.HTTPRoute) end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration] {
-	return end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]{c.route, route}
+	return end[*gatewayv1.HTTPRoute, gatewayv1ac.HTTPRouteApplyConfiguration]{w: c.route, obj: route}
 }
 
 // syncIngress moves the Service onto its Ingress (see move). It reports
 // whether the Ingress serves it as its annotations ask.
 func (c *Controller) syncIngress(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
-	to, from := c.ingressEnd(ing), c.routeEnd(route)
+	to, from, own := c.ingressEnd(ing), c.routeEnd(route), serviceOwner(svc)
 	desired, err := in.Ingress()
 	if reportInvalid(ctx, r, err, "the Ingress is left as it is until the annotations are fixed") {
-		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
+		return false, keepWhileInvalid(ctx, c, own, to, from, r)
 	}
 	if err != nil {
 		return false, fmt.Errorf("computing the desired ingress of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	return move(ctx, c, svc, desired, to, from, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation", r)
+	return move(ctx, c, own, desired, to, from, "Delete or rename it, or remove the "+AnnotationHTTP+" annotation", r)
 }
 
 // syncRoute moves the Service onto its HTTPRoute (see move), and its route
 // between Gateways (see parentsDuringMove). It reports whether the route
 // serves it as its annotations ask.
 func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Intent, ing *networkingv1.Ingress, route *gatewayv1.HTTPRoute, r *report) (bool, error) {
-	to, from := c.routeEnd(route), c.ingressEnd(ing)
+	to, from, own := c.routeEnd(route), c.ingressEnd(ing), serviceOwner(svc)
 	desired, err := in.HTTPRoute()
 	if reportInvalid(ctx, r, err, "nothing is changed until the annotations are fixed") {
-		return false, keepWhileInvalid(ctx, c, svc, to, from, r)
+		return false, keepWhileInvalid(ctx, c, own, to, from, r)
 	}
 	if err != nil {
 		return false, fmt.Errorf("computing the desired httproute of service %s/%s: %w", svc.Namespace, svc.Name, err)
@@ -179,11 +189,11 @@ func (c *Controller) syncRoute(ctx context.Context, svc *corev1.Service, in *Int
 	if msg := carriedMessage(in, desired.Name); msg != "" {
 		r.normal(ReasonCarriedToHTTPRoute, "", msg)
 	}
-	if to.of(svc) {
+	if to.of(own) {
 		warnRouteStatus(route, desired.Spec.ParentRefs[0], r)
 	}
-	settle := c.parentsDuringMove(ctx, svc, route, desired)
-	served, err := move(ctx, c, svc, desired, to, from, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`, r)
+	settle := c.parentsDuringMove(ctx, own, route, desired)
+	served, err := move(ctx, c, own, desired, to, from, "Delete or rename it, or set "+AnnotationGateway+` to "" to keep an Ingress`, r)
 	if err == nil && settle > 0 {
 		err = &controller.RequeueAfter{Delay: settle}
 	}
@@ -251,8 +261,8 @@ const maxParentRefs = 32
 // settle time; only then are they dropped. Until then the Gateways it
 // moves away from go on routing the Service. It returns how long the old
 // parents stay, 0 when there are none or they go now.
-func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service, live, desired *gatewayv1.HTTPRoute) time.Duration {
-	if live == nil || !isControlledBy(live, svc) || isBeingDeleted(live) {
+func (c *Controller) parentsDuringMove(ctx context.Context, own owner, live, desired *gatewayv1.HTTPRoute) time.Duration {
+	if live == nil || !own.owns(live) || isBeingDeleted(live) {
 		return 0
 	}
 	want := parentKey(desired.Spec.ParentRefs[0], desired.Namespace)
@@ -263,18 +273,18 @@ func (c *Controller) parentsDuringMove(ctx context.Context, svc *corev1.Service,
 		}
 	}
 	if len(old) == 0 {
-		c.settling.resetParents(svc)
+		c.settling.resetParents(own)
 		return 0
 	}
 	var settle time.Duration
 	if len(live.Spec.ParentRefs) > 0 && parentKey(live.Spec.ParentRefs[0], live.Namespace) == want && untilServes(live, c.gateway.lookup) == "" {
-		if settle = c.settling.remainingParents(svc, live.UID); settle == 0 {
+		if settle = c.settling.remainingParents(own, live.UID); settle == 0 {
 			klog.FromContext(ctx).Info("The route's Gateway serves it; dropping the Gateways it moved away from",
 				"gateway", gatewayName(desired.Spec.ParentRefs[0], desired.Namespace), "dropped", len(old))
 			return 0
 		}
 	} else {
-		c.settling.resetParents(svc)
+		c.settling.resetParents(own)
 	}
 	// Up to the Gateway API's limit: parents a Gateway accepted (which
 	// route the Service) before those that never did (Gateways asked for
@@ -348,11 +358,12 @@ type settling struct {
 	since  map[settleKey]readySince
 }
 
-// settleKey is one move of one Service: between kinds, or (parents) of its
-// route between Gateways.
+// settleKey is one move of one owner: between kinds, or (parents) of its
+// route between Gateways. migration: the owner is a user's Ingress, not
+// the Service of the same name.
 type settleKey struct {
-	svc     cache.ObjectName
-	parents bool
+	svc                cache.ObjectName
+	parents, migration bool
 }
 
 type readySince struct {
@@ -360,17 +371,17 @@ type readySince struct {
 	at  time.Time
 }
 
-// remaining returns how much longer the old object of svc is kept, now that
-// the new object uid is ready.
-func (s *settling) remaining(svc *corev1.Service, uid types.UID) time.Duration {
-	return s.wait(settleKey{svc: cache.MetaObjectToName(svc)}, uid)
+// remaining returns how much longer the old object of own is kept, now
+// that the new object uid is ready.
+func (s *settling) remaining(own owner, uid types.UID) time.Duration {
+	return s.wait(own.settleKey(false), uid)
 }
 
 // remainingParents returns how much longer the Gateways the route uid of
-// svc moves away from stay its parents, now that the one it is for serves
+// own moves away from stay its parents, now that the one it is for serves
 // it.
-func (s *settling) remainingParents(svc *corev1.Service, uid types.UID) time.Duration {
-	return s.wait(settleKey{svc: cache.MetaObjectToName(svc), parents: true}, uid)
+func (s *settling) remainingParents(own owner, uid types.UID) time.Duration {
+	return s.wait(own.settleKey(true), uid)
 }
 
 func (s *settling) wait(key settleKey, uid types.UID) time.Duration {
@@ -392,13 +403,11 @@ func (s *settling) wait(key settleKey, uid types.UID) time.Duration {
 	return 0
 }
 
-// reset forgets svc's ready time: the new object is not ready (any more).
-func (s *settling) reset(svc *corev1.Service) { s.drop(settleKey{svc: cache.MetaObjectToName(svc)}) }
+// reset forgets own's ready time: the new object is not ready (any more).
+func (s *settling) reset(own owner) { s.drop(own.settleKey(false)) }
 
-// resetParents forgets when the parent svc's route is for first served it.
-func (s *settling) resetParents(svc *corev1.Service) {
-	s.drop(settleKey{svc: cache.MetaObjectToName(svc), parents: true})
-}
+// resetParents forgets when the parent own's route is for first served it.
+func (s *settling) resetParents(own owner) { s.drop(own.settleKey(true)) }
 
 func (s *settling) drop(key settleKey) {
 	s.mu.Lock()
@@ -406,8 +415,8 @@ func (s *settling) drop(key settleKey) {
 	s.mu.Unlock()
 }
 
-// forget drops everything of the Service key (it is gone).
-func (s *settling) forget(key cache.ObjectName) {
-	s.drop(settleKey{svc: key})
-	s.drop(settleKey{svc: key, parents: true})
+// forget drops everything of the owner key (it is gone).
+func (s *settling) forget(key cache.ObjectName, migration bool) {
+	s.drop(settleKey{svc: key, migration: migration})
+	s.drop(settleKey{svc: key, parents: true, migration: migration})
 }

@@ -100,37 +100,50 @@ func (in *Intent) HTTPRoute() (*gatewayv1.HTTPRoute, error) {
 	}
 	matchType, _ := routeMatchType(in.PathType)
 	route := &gatewayv1.HTTPRoute{ObjectMeta: in.ownedMeta(in.routeAnnotations())}
-	parent := gatewayv1.ParentReference{
-		Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
-		Kind:  ptr.To(gatewayv1.Kind("Gateway")),
-		Name:  gatewayv1.ObjectName(in.Gateway.Name),
-	}
-	if in.Gateway.Namespace != in.Namespace {
-		parent.Namespace = ptr.To(gatewayv1.Namespace(in.Gateway.Namespace))
-	}
-	if in.Listener != "" {
-		parent.SectionName = ptr.To(gatewayv1.SectionName(in.Listener))
-	}
-	route.Spec.ParentRefs = []gatewayv1.ParentReference{parent}
+	route.Spec.ParentRefs = []gatewayv1.ParentReference{gatewayParent(*in.Gateway, in.Namespace, in.Listener)}
 	if in.Host != "" {
 		route.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(in.Host)}
 	}
-	route.Spec.Rules = []gatewayv1.HTTPRouteRule{{
+	route.Spec.Rules = []gatewayv1.HTTPRouteRule{serviceRule(matchType, in.Path, in.Name, in.Port)}
+	in.Carried.applyTo(route)
+	return route, nil
+}
+
+// gatewayParent is the parentRef of a route of routeNamespace to Gateway
+// gw, at its listener ("": every listener that allows the route), its
+// group and kind set as the CRD would default them.
+func gatewayParent(gw GatewayRef, routeNamespace, listener string) gatewayv1.ParentReference {
+	parent := gatewayv1.ParentReference{
+		Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
+		Kind:  ptr.To(gatewayv1.Kind("Gateway")),
+		Name:  gatewayv1.ObjectName(gw.Name),
+	}
+	if gw.Namespace != routeNamespace {
+		parent.Namespace = ptr.To(gatewayv1.Namespace(gw.Namespace))
+	}
+	if listener != "" {
+		parent.SectionName = ptr.To(gatewayv1.SectionName(listener))
+	}
+	return parent
+}
+
+// serviceRule is a route rule that sends the requests path matches (by
+// match) to port of Service name, every field the CRD would default set.
+func serviceRule(match gatewayv1.PathMatchType, path, name string, port int32) gatewayv1.HTTPRouteRule {
+	return gatewayv1.HTTPRouteRule{
 		Matches: []gatewayv1.HTTPRouteMatch{{
-			Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(matchType), Value: ptr.To(in.Path)},
+			Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(match), Value: ptr.To(path)},
 		}},
 		BackendRefs: []gatewayv1.HTTPBackendRef{{
 			BackendRef: gatewayv1.BackendRef{
 				BackendObjectReference: gatewayv1.BackendObjectReference{
 					Group: ptr.To(gatewayv1.Group("")),
 					Kind:  ptr.To(gatewayv1.Kind("Service")),
-					Name:  gatewayv1.ObjectName(in.Name),
-					Port:  ptr.To(in.Port),
+					Name:  gatewayv1.ObjectName(name),
+					Port:  ptr.To(port),
 				},
 				Weight: ptr.To[int32](1),
 			},
 		}},
-	}}
-	in.Carried.applyTo(route)
-	return route, nil
+	}
 }

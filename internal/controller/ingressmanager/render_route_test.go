@@ -206,7 +206,7 @@ func TestParentStatusesMatchDefaults(t *testing.T) {
 func TestSettlingKeepsTheOldObjectForTheSettleTime(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := settling{settle: 5 * time.Second, now: func() time.Time { return now }, since: map[settleKey]readySince{}}
-	svc := service(nil)
+	svc := serviceOwner(service(nil))
 	if got := s.remaining(svc, "new"); got != 5*time.Second {
 		t.Fatalf("first seen ready: remaining %v, want the whole settle time", got)
 	}

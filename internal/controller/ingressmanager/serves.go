@@ -120,10 +120,10 @@ func routeUntilServes(route *gatewayv1.HTTPRoute) string {
 }
 
 // whyServes says, for a message, why obj serves (untilServes is "").
-func whyServes(obj metav1.Object) string {
+func whyServes(own owner, obj metav1.Object) string {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
-		return fmt.Sprintf("the Service is on Ingress %s, which has an address", o.Name)
+		return fmt.Sprintf("%s on Ingress %s, which has an address", own.subject(), o.Name)
 	case *gatewayv1.HTTPRoute:
 		return fmt.Sprintf("Gateway %s accepted HTTPRoute %s, which replaces it, and resolved its references",
 			gatewayName(o.Spec.ParentRefs[0], o.Namespace), o.Name)

@@ -169,7 +169,7 @@ func (c *Controller) removeStale(ctx context.Context, key cache.ObjectName, o *o
 	if err := errors.Join(errs...); err != nil || svc == nil {
 		if svc == nil {
 			c.notes.forget(key)
-			c.settling.forget(key)
+			c.settling.forget(key, false)
 			c.ingress.forget(types.NamespacedName(key))
 			c.route.forget(types.NamespacedName(key))
 		}

@@ -107,7 +107,8 @@ type pendingCreate struct{ seen *objectVersion }
 // objectVersion identifies one version of one object.
 type objectVersion struct{ uid, resourceVersion string }
 
-// createdObject is what a create answered, and the Service version the
+// createdObject is what a create answered, and the version of its owner
+// (the Service, or a user's Ingress for the route made from it) the
 // created object was made from.
 type createdObject struct {
 	uid, resourceVersion       string
@@ -164,17 +165,16 @@ func (w *writer[T, AC]) applyConfiguration(desired T, uid types.UID) (*AC, error
 // being deleted is not written (its deletion brings the Service back, and
 // a new one is made); the caller goes on, and must not take it for ready
 // (see untilServes).
-func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live, desired T, r *report, fix string) (ok, wrote bool, err error) {
+func (w *writer[T, AC]) converge(ctx context.Context, own owner, live, desired T, r *report, fix string) (ok, wrote bool, err error) {
 	var zero T
 	if live == zero {
-		return false, false, w.create(ctx, svc, desired, r)
+		return false, false, w.create(ctx, own.object(), desired, r)
 	}
-	if !isControlledBy(live, svc) {
-		r.warn(w.reasons.exists, "", fmt.Sprintf("%s %s/%s exists and is not controlled by this Service (%s); it is left untouched. %s",
-			w.kind, live.GetNamespace(), live.GetName(), controllerOf(live), fix))
+	if !own.owns(live) {
+		r.warn(w.reasons.exists, "", fmt.Sprintf("%s; it is left untouched. %s", own.notOurs(w.kind, live), fix))
 		return false, false, nil
 	}
-	if w.createdAs(live, svc) || isBeingDeleted(live) {
+	if w.createdAs(live, own.object()) || isBeingDeleted(live) {
 		return true, false, nil
 	}
 	needs, err := w.needsUpdate(live, desired)
@@ -184,7 +184,7 @@ func (w *writer[T, AC]) converge(ctx context.Context, svc *corev1.Service, live,
 	if !needs {
 		return true, false, nil
 	}
-	if err := w.update(ctx, svc, desired, live, r); err != nil {
+	if err := w.update(ctx, own, desired, live, r); err != nil {
 		return false, false, err
 	}
 	return true, true, nil
@@ -284,16 +284,16 @@ func ownedAnnotations(obj metav1.Object, fieldManager string) map[string]bool {
 }
 
 // createdAs reports whether live is, unchanged, the object this process
-// created from svc as it is now (it then needs no update), and forgets the
-// create.
-func (w *writer[T, AC]) createdAs(live T, svc *corev1.Service) bool {
+// created from svc (its owner: a Service, or a user's Ingress) as it is now
+// (it then needs no update), and forgets the create.
+func (w *writer[T, AC]) createdAs(live T, svc metav1.Object) bool {
 	v, ok := w.created.LoadAndDelete(types.NamespacedName{Namespace: live.GetNamespace(), Name: live.GetName()})
 	if !ok {
 		return false
 	}
 	c := v.(createdObject)
 	return c.uid == string(live.GetUID()) && c.resourceVersion == live.GetResourceVersion() &&
-		c.serviceUID == string(svc.UID) && c.serviceVersion == svc.ResourceVersion
+		c.serviceUID == string(svc.GetUID()) && c.serviceVersion == svc.GetResourceVersion()
 }
 
 // forget drops what create remembered of the object key (its Service is
@@ -354,7 +354,7 @@ func (w *writer[T, AC]) send(ctx context.Context, desired T) (T, bool, error) {
 	return obj, false, err
 }
 
-func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired T, r *report) error {
+func (w *writer[T, AC]) create(ctx context.Context, svc metav1.Object, desired T, r *report) error {
 	obj, seen, err := w.send(ctx, desired)
 	if apierrors.IsAlreadyExists(err) {
 		klog.FromContext(ctx).V(2).Info(w.kind+" exists already; waiting for it to reach the cache", w.logKey(), klog.KObj(desired))
@@ -364,10 +364,10 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 		return fmt.Errorf("creating %s %s/%s: %w", w.kind, desired.GetNamespace(), desired.GetName(), err)
 	}
 	var zero T
-	if !seen && obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" && svc.ResourceVersion != "" {
+	if !seen && obj != zero && obj.GetUID() != "" && obj.GetResourceVersion() != "" && svc.GetResourceVersion() != "" {
 		w.created.Store(types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}, createdObject{
 			uid: string(obj.GetUID()), resourceVersion: obj.GetResourceVersion(),
-			serviceUID: string(svc.UID), serviceVersion: svc.ResourceVersion,
+			serviceUID: string(svc.GetUID()), serviceVersion: svc.GetResourceVersion(),
 		})
 	}
 	// At -v=2: a cold start makes one per Service, and the Created Event
@@ -377,9 +377,9 @@ func (w *writer[T, AC]) create(ctx context.Context, svc *corev1.Service, desired
 	return nil
 }
 
-func (w *writer[T, AC]) update(ctx context.Context, svc *corev1.Service, desired, live T, r *report) error {
+func (w *writer[T, AC]) update(ctx context.Context, own owner, desired, live T, r *report) error {
 	if _, ok := ownEntry(live, w.fieldManager, metav1.ManagedFieldsOperationUpdate); ok {
-		done, err := w.upgradeOwnership(ctx, svc, live)
+		done, err := w.upgradeOwnership(ctx, own, live)
 		if err != nil || !done {
 			return err
 		}
@@ -415,9 +415,9 @@ func (w *writer[T, AC]) apply(ctx context.Context, namespace, name string, ac *A
 // the object as the API server has it (the cache keeps our entries only),
 // and carries that object's ResourceVersion: a concurrent write makes it
 // fail with a conflict, and the sync is retried. It returns false (and
-// writes nothing) when the fresh object is gone or no longer controlled by
-// svc: its informer event brings the key back.
-func (w *writer[T, AC]) upgradeOwnership(ctx context.Context, svc *corev1.Service, cached T) (bool, error) {
+// writes nothing) when the fresh object is gone or no longer own's: its
+// informer event brings the key back.
+func (w *writer[T, AC]) upgradeOwnership(ctx context.Context, own owner, cached T) (bool, error) {
 	client := w.client(cached.GetNamespace())
 	live, err := client.Get(ctx, cached.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -427,8 +427,8 @@ func (w *writer[T, AC]) upgradeOwnership(ctx context.Context, svc *corev1.Servic
 	if err != nil {
 		return false, fmt.Errorf("reading %s to move its fields to server-side apply: %w", what, err)
 	}
-	if live.GetUID() != cached.GetUID() || !isControlledBy(live, svc) {
-		klog.FromContext(ctx).V(2).Info(w.kind+" replaced or no longer controlled by the Service since the cache was read; waiting for the cache", w.logKey(), klog.KObj(live))
+	if live.GetUID() != cached.GetUID() || !own.owns(live) {
+		klog.FromContext(ctx).V(2).Info(w.kind+" replaced or no longer its owner's since the cache was read; waiting for the cache", w.logKey(), klog.KObj(live))
 		return false, nil
 	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(w.fieldManager), w.fieldManager)
@@ -450,13 +450,27 @@ func (w *writer[T, AC]) upgradeOwnership(ctx context.Context, svc *corev1.Servic
 // deleted already is left to its finalizers: deleting it again would change
 // nothing but repeat the Event on every sync.
 func (w *writer[T, AC]) delete(ctx context.Context, obj T, why string, r *report) error {
+	return w.deleteAs(ctx, obj, metav1.Preconditions{UID: ptr.To(obj.GetUID())}, why, r)
+}
+
+// deleteExact is delete with obj's resourceVersion as a precondition too:
+// a user's object is deleted only as it was when the deletion was decided
+// (a change since, say of the annotation that asked for it, brings its key
+// back instead).
+func (w *writer[T, AC]) deleteExact(ctx context.Context, obj T, why string, r *report) error {
+	return w.deleteAs(ctx, obj, metav1.Preconditions{UID: ptr.To(obj.GetUID()), ResourceVersion: ptr.To(obj.GetResourceVersion())}, why, r)
+}
+
+func (w *writer[T, AC]) deleteAs(ctx context.Context, obj T, pre metav1.Preconditions, why string, r *report) error {
 	if isBeingDeleted(obj) {
 		return nil
 	}
-	err := w.client(obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: ptr.To(obj.GetUID())},
-	})
+	err := w.client(obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &pre})
 	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if apierrors.IsConflict(err) && pre.ResourceVersion != nil {
+		klog.FromContext(ctx).V(2).Info("The "+w.kind+" changed since the cache was read; its deletion waits for the cache", w.logKey(), klog.KObj(obj))
 		return nil
 	}
 	if err != nil {

@@ -107,6 +107,47 @@ func TestRecordFollowsTheMove(t *testing.T) {
 	d.noGap(host)
 }
 
+// TestRecordFollowsAUsersIngress: a user's Ingress (no Service controls
+// it) that asks to move with ingress/delete-after-move, under a real
+// external-dns: its record moves to the Gateway while the Ingress still
+// exists and serves, withdrawn; no state of the zone lacks the record; the
+// Ingress goes after the drain, and the route made from it stays and
+// serves.
+func TestRecordFollowsAUsersIngress(t *testing.T) {
+	const settle, drain = time.Second, 8 * time.Second
+	d := setup(t, settle, drain)
+	client, ns, gw, zone := d.client, d.ns, d.gw, d.zone
+	host := d.host("web")
+	d.service("web", nil)
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{"example.com/team": "shop"}},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host,
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}},
+			}}}}}}},
+	}
+	if _, err := client.NetworkingV1().Ingresses(ns).Create(context.Background(), ing, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatal(err)
+	}
+	waitServes(t, traefik.Get, host, "the user's Ingress")
+	waitRecord(t, zone, host, ingressIP, timeout, "the record of the user's Ingress")
+
+	m := &mover{t: t, zone: zone, client: client, gw: gw, ns: ns, host: host}
+	zone.OnChange(m.onChange)
+	start := time.Now()
+	m.expect(gatewayIP, "Ingress", traefik.Get, traefik.GetGateway)
+	patch := []byte(`{"metadata":{"annotations":{"` + ingressmanager.AnnotationGateway + `":"gw","` + ingressmanager.AnnotationDeleteAfterMove + `":"true"}}}`)
+	if _, err := client.NetworkingV1().Ingresses(ns).Patch(context.Background(), "web", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"}); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, zone, host, gatewayIP, timeout, "the record moved to the Gateway")
+	gone := waitGone(t, framework.Get(client.NetworkingV1().Ingresses(ns).Get, "web"), drain+timeout, "the Ingress deleted after the drain")
+	m.check(start, gone, drain)
+	waitServes(t, traefik.GetGateway, host, "the route made from the Ingress, the Ingress gone")
+	d.noGap(host)
+}
+
 // dnsEnv is one test's namespace, with a manager running ingress-manager
 // in it, Traefik's Gateway gw, a zone and an external-dns publishing the
 // namespace's Ingresses and HTTPRoutes into it.

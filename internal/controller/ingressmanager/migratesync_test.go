@@ -1,0 +1,307 @@
+package ingressmanager
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// addUserIngress creates ing in the fake API server and caches it as
+// mutate changes it (its status, its withdrawal), the server getting the
+// annotations the cache has.
+func (f *syncFixture) addUserIngress(ing *networkingv1.Ingress, mutate ...func(*networkingv1.Ingress)) *networkingv1.Ingress {
+	f.t.Helper()
+	created, err := f.kube.NetworkingV1().Ingresses(ing.Namespace).Create(context.Background(), ing, metav1.CreateOptions{FieldManager: "kubectl"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	created = created.DeepCopy()
+	created.UID, created.ResourceVersion = ing.UID, "1"
+	both(mutate...)(created)
+	if _, err := f.kube.NetworkingV1().Ingresses(ing.Namespace).Update(context.Background(), created, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.c.ingresses.Add(created); err != nil {
+		f.t.Fatal(err)
+	}
+	return created
+}
+
+// addMigratedRoute creates the route the controller renders for ing, as
+// mutate changes it, in the fake API server and the cache.
+func (f *syncFixture) addMigratedRoute(ing *networkingv1.Ingress, mutate ...func(*gatewayv1.HTTPRoute)) {
+	f.t.Helper()
+	m := renderMigration(migrationInput{Ingress: ing, GatewayVisible: true, Translate: func(map[string]string, sets.Set[features.FeatureName]) Carried { return Carried{} }})
+	if m.Route == nil {
+		f.t.Fatalf("no route for %s: %q %v", ing.Name, m.Unsupported, m.Problems)
+	}
+	desired := m.Route
+	desired.UID, desired.Generation = "route-uid", 1
+	addOwned(f, f.gateway.GatewayV1().HTTPRoutes(desired.Namespace).Create, f.routes, desired, both(mutate...))
+}
+
+func (f *syncFixture) syncMigration(ing *networkingv1.Ingress) error {
+	return f.c.syncMigration(context.Background(), cache.MetaObjectToName(ing))
+}
+
+// settled marks the route ready for the settle time already.
+func (f *syncFixture) settled(ing *networkingv1.Ingress, uid string) {
+	f.c.settling.since[settleKey{svc: cache.MetaObjectToName(ing), migration: true}] = readySince{uid: types.UID(uid), at: testNow.Add(-time.Hour)}
+}
+
+// TestMigrationSync: the sync of a user's Ingress that asks to move, one
+// case per step and branch: the writes the fakes receive, the Events on
+// the Ingress, the requeue and the state the metric reports.
+func TestMigrationSync(t *testing.T) {
+	usersRoute := func(r *gatewayv1.HTTPRoute) { r.Annotations = map[string]string{"team": "other"} }
+	olderIngresss := func(r *gatewayv1.HTTPRoute) { r.Annotations[AnnotationMigratedFrom] = "a-deleted-ingress" }
+	optedOut := func(i *networkingv1.Ingress) { delete(i.Annotations, AnnotationGateway) }
+	for _, tc := range []struct {
+		name      string
+		ing       *networkingv1.Ingress
+		ingress   []func(*networkingv1.Ingress)
+		route     []func(*gatewayv1.HTTPRoute) // nil: none
+		notSettle bool
+		back      bool     // the move is back to the Ingress: it is the one settled
+		want      []string // writes
+		events    []string
+		after     time.Duration
+		state     string
+	}{
+		{name: "asking: its route is made, nothing else",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress},
+			want: []string{"create httproutes"}, events: []string{ReasonHTTPRouteCreated}, state: stateMoving},
+		{name: "the route not accepted yet: the Ingress is kept, in DNS",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){},
+			events: []string{ReasonWaitingForHTTPRoute}, state: stateMoving},
+		{name: "the route serves, just now: the settle time first",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
+			notSettle: true, after: 5 * time.Second, state: stateMoving},
+		{name: "the route serves and settled: the Ingress is withdrawn from external-dns",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
+			want: []string{"patch ingresses"}, events: []string{ReasonWithdrawnFromDNS}, after: testDrain, state: stateMoving},
+		{name: "mid-drain: nothing written, a requeue",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-20 * time.Second))},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1)}, after: 40 * time.Second, state: stateDraining},
+		{name: "drained: the Ingress stays, withdrawn, and is said moved",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1)}, events: []string{ReasonMovedToHTTPRoute}, state: stateMoved},
+		{name: "drained, with ingress/delete-after-move: the Ingress is deleted as it was",
+			ing:     userIngress(withAnnotations(AnnotationDeleteAfterMove, "true")),
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1)}, want: []string{"delete ingresses"}, events: []string{ReasonIngressDeleted}, state: stateMoved},
+		{name: "someone else's route of the name: untouched, a Warning, the Ingress kept in DNS",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1), usersRoute},
+			want:  []string{"patch ingresses"}, events: []string{ReasonHTTPRouteExists, ReasonReturnedToDNS}, state: stateBlocked},
+		{name: "the route of an Ingress of the name deleted before: not its, a Warning",
+			ing: userIngress(), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1), olderIngresss},
+			events: []string{ReasonHTTPRouteExists}, state: stateBlocked},
+		{name: "keys the route cannot carry: no route, a Warning",
+			ing:    userIngress(withAnnotations("nginx.ingress.kubernetes.io/configuration-snippet", "more_set_headers \"X: y\";")),
+			events: []string{ReasonMigrationBlocked}, state: stateBlocked},
+		{name: "keys that block, its route made before and serving: back on the Ingress, the route withdrawn",
+			ing:     userIngress(withAnnotations("nginx.ingress.kubernetes.io/configuration-snippet", "x")),
+			ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
+			back: true, want: []string{"patch httproutes"}, events: []string{ReasonMigrationBlocked, ReasonWithdrawnFromDNS}, after: testDrain, state: stateBlocked},
+		{name: "a shape the rendering does not handle: nothing written, a Warning",
+			ing:    userIngress(withPaths(ingressPath("/x", networkingv1.PathTypeImplementationSpecific, "web", 80, ""))),
+			events: []string{ReasonMigrationUnsupported}, state: stateBlocked},
+		{name: "a bad ingress/gateway: nothing written, a Warning",
+			ing:    userIngress(withAnnotations(AnnotationGateway, "Bad_Gateway")),
+			events: []string{ReasonInvalidGateway}, state: stateBlocked},
+		{name: "no longer asking, withdrawn, its route there: returned to external-dns first",
+			ing:     userIngress(optedOut),
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1)}, want: []string{"patch ingresses"}, events: []string{ReasonReturnedToDNS}},
+		{name: "no longer asking, in DNS with an address: its route withdrawn, to be deleted after the drain",
+			ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1)},
+			back: true, want: []string{"patch httproutes"}, events: []string{ReasonWithdrawnFromDNS}, after: testDrain},
+		{name: "no longer asking, its route drained: the route is deleted",
+			ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-2 * testDrain))},
+			want:  []string{"delete httproutes"}, events: []string{ReasonHTTPRouteDeleted}},
+		{name: "no longer asking, no address: the route is kept",
+			ing: userIngress(optedOut), route: []func(*gatewayv1.HTTPRoute){servedAt(1)}, events: []string{ReasonWaitingForIngress}},
+		{name: "no longer asking, someone else's route: nothing",
+			ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1), usersRoute}},
+		{name: "never asking: nothing", ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress}},
+		{name: "a Service's own Ingress: not a migration",
+			ing: userIngress(func(i *networkingv1.Ingress) {
+				i.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "web", UID: testUID, Controller: ptr.To(true)}}
+			})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			ing := f.addUserIngress(tc.ing, tc.ingress...)
+			if tc.route != nil {
+				f.addMigratedRoute(userIngress(), tc.route...)
+				f.syncRouteToServerAs("web")
+			}
+			if settled := "route-uid"; !tc.notSettle {
+				if tc.back {
+					settled = string(ing.UID)
+				}
+				f.settled(ing, settled)
+			}
+			f.clearActions()
+			err := f.syncMigration(ing)
+			if got := requeued(t, err); got != tc.after {
+				t.Errorf("requeued after %v, want %v", got, tc.after)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			if got := f.reasons(); !slices.Equal(got, tc.events) {
+				t.Errorf("Events %q, want %q", got, tc.events)
+			}
+			state, _ := f.c.migrations.states.Load(cache.MetaObjectToName(ing))
+			if s, _ := state.(string); s != tc.state {
+				t.Errorf("state %q, want %q", s, tc.state)
+			}
+			for _, a := range f.allActions() {
+				if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.Resource.Resource == "ingresses" {
+					if p := d.DeleteOptions.Preconditions; p == nil || ptr.Deref(p.UID, "") != ing.UID || ptr.Deref(p.ResourceVersion, "") != ing.ResourceVersion {
+						t.Errorf("the user's Ingress deleted with preconditions %+v, want its UID and resourceVersion", p)
+					}
+				}
+			}
+		})
+	}
+}
+
+// syncRouteToServerAs is syncRouteToServer for the route name.
+func (f *syncFixture) syncRouteToServerAs(name string) {
+	f.t.Helper()
+	routes := f.gateway.GatewayV1().HTTPRoutes("default")
+	sendToServer(f.t, f.routes, routes.Get, routes.Update, name)
+}
+
+// TestMigrationIngressGone: the Ingress gone (deleted by its user, or once
+// moved) leaves its route alone; withdrawn from external-dns, the route is
+// returned to it, being all that can serve the hosts.
+func TestMigrationIngressGone(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		route []func(*gatewayv1.HTTPRoute)
+		want  []string
+	}{
+		{"in DNS: nothing written", []func(*gatewayv1.HTTPRoute){servedAt(1)}, nil},
+		{"withdrawn: returned to external-dns", []func(*gatewayv1.HTTPRoute){servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow)}, []string{"patch httproutes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			ing := userIngress()
+			f.addMigratedRoute(ing, tc.route...)
+			f.syncRouteToServerAs("web")
+			f.c.migrations.states.Store(cache.MetaObjectToName(ing), stateDraining)
+			f.clearActions()
+			if err := f.syncMigration(ing); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.writes(); !slices.Equal(got, tc.want) {
+				t.Errorf("writes = %q, want %q", got, tc.want)
+			}
+			if _, ok := f.c.migrations.states.Load(cache.MetaObjectToName(ing)); ok {
+				t.Error("the state of an Ingress gone is still reported")
+			}
+		})
+	}
+}
+
+// TestMigrationHandlers: which events queue a user's Ingress's key: its
+// own when it asks to move or did, its route's, its backend Services' and
+// its Gateway's; never a Service's own Ingress.
+func TestMigrationHandlers(t *testing.T) {
+	c := newTestController(t)
+	asking := userIngress()
+	other := userIngress(func(i *networkingv1.Ingress) { i.Name, i.UID, i.Annotations = "plain", "plain-uid", nil })
+	owned := userIngress(func(i *networkingv1.Ingress) {
+		i.Name = "owned"
+		i.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "owned", UID: "s", Controller: ptr.To(true)}}
+	})
+	for _, ing := range []*networkingv1.Ingress{asking, other, owned} {
+		if err := c.ingresses.Add(ing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	migrationsQueued := func() map[string]bool {
+		out := map[string]bool{}
+		for c.migrations.loop.Queue.Len() > 0 {
+			k, _ := c.migrations.loop.Queue.Get()
+			out[k.String()] = true
+			c.migrations.loop.Queue.Done(k)
+		}
+		return out
+	}
+	c.enqueueOwned(asking)
+	c.enqueueOwned(other)
+	c.enqueueOwned(owned)
+	c.enqueueOwned(cache.DeletedFinalStateUnknown{Key: "default/web", Obj: asking})
+	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
+		t.Errorf("Ingress events queued %v, want default/web alone", got)
+	}
+	c.enqueueOwned(&gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Annotations: map[string]string{AnnotationMigratedFrom: "x"}}})
+	c.enqueueOwned(&gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain"}})
+	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
+		t.Errorf("route events queued %v, want default/web alone", got)
+	}
+	c.enqueueOwned(cache.DeletedFinalStateUnknown{Key: "default/web", Obj: &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}})
+	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
+		t.Errorf("someone else's route in the place of an Ingress's that asks to move, deleted: queued %v, want default/web", got)
+	}
+	c.serviceChanged(service(nil)) // default/my-nginx: no backend of any
+	c.serviceChanged(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
+	c.gatewayChanged(cache.ObjectName{Namespace: "default", Name: "gw"})
+	c.gatewayChanged(cache.ObjectName{Namespace: "default", Name: "gw2"})
+	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
+		t.Errorf("Service and Gateway events queued %v, want default/web alone", got)
+	}
+	c.updateIngress(asking, asking) // a resync
+	c.updateIngress(other, other)
+	if got := migrationsQueued(); len(got) != 1 || !got["default/web"] {
+		t.Errorf("resyncs queued %v, want default/web alone", got)
+	}
+}
+
+// TestMigrationEventsNameKeysNotValues: what blocks is said by key and
+// why, never by value (an annotation may hold a token: an auth URL with
+// credentials, a snippet).
+func TestMigrationEventsNameKeysNotValues(t *testing.T) {
+	const secret = "s3cr3t-t0ken"
+	f := newCutoverFixture(t, testDrain)
+	ing := f.addUserIngress(userIngress(withAnnotations(
+		"nginx.ingress.kubernetes.io/auth-url", "https://user:"+secret+"@auth.example.com/check",
+		"nginx.ingress.kubernetes.io/configuration-snippet", "proxy_set_header Authorization \"Bearer "+secret+"\";",
+	)), withAddress)
+	if err := f.syncMigration(ing); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for len(f.recorder.Events) > 0 {
+		e := <-f.recorder.Events
+		n++
+		if strings.Contains(e, secret) {
+			t.Errorf("an Event shows an annotation's value: %s", e)
+		}
+		if !strings.Contains(e, "nginx.ingress.kubernetes.io/auth-url") {
+			t.Errorf("an Event does not name the key that blocks: %s", e)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d Events, want one Warning", n)
+	}
+}
