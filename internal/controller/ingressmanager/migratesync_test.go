@@ -305,3 +305,35 @@ func TestMigrationEventsNameKeysNotValues(t *testing.T) {
 		t.Errorf("%d Events, want one Warning", n)
 	}
 }
+
+// TestMigrationEventsHideCredentialsOfBadValues: a value quoted to say why
+// it blocks (a redirect URL that is not of the form a RequestRedirect
+// takes) never shows credentials it holds, in the Event nor in the plan.
+func TestMigrationEventsHideCredentialsOfBadValues(t *testing.T) {
+	const secret = "s3cr3t-t0ken"
+	for _, key := range []string{"nginx.ingress.kubernetes.io/permanent-redirect", "nginx.ingress.kubernetes.io/temporal-redirect"} {
+		t.Run(key, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			ing := f.addUserIngress(userIngress(withAnnotations(key, "https://admin:"+secret+"@login.example.com/")), withAddress)
+			if err := f.syncMigration(ing); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			for len(f.recorder.Events) > 0 {
+				e := <-f.recorder.Events
+				n++
+				if strings.Contains(e, secret) {
+					t.Errorf("an Event shows the credentials of a value: %s", e)
+				}
+			}
+			if n == 0 {
+				t.Error("no Event")
+			}
+			for _, b := range translateIngressAnnotations(ing.Annotations, nil).Blocking {
+				if strings.Contains(b.Why, secret) {
+					t.Errorf("%s blocks with the credentials of its value: %s", b.Key, b.Why)
+				}
+			}
+		})
+	}
+}

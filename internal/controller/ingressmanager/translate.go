@@ -502,7 +502,18 @@ func accessKey(key string) BlockedKey {
 // blockBad blocks key for its value v, which is not what the reader
 // takes: why says what is wrong.
 func (t *translator) blockBad(key, v, why string) {
-	t.block(key, fmt.Sprintf("has value %s, which %s", quote(v), why))
+	t.block(key, fmt.Sprintf("has value %s, which %s", quoteValue(v), why))
+}
+
+// userinfo is the credentials part of a URL anywhere in a value
+// (scheme://user:password@).
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@`)
+
+// quoteValue is quote for an annotation's value said in a message (an
+// Event, a log line, migrate-plan's output): credentials of a URL in it
+// are left out, as a value may be an auth or redirect URL with them.
+func quoteValue(v string) string {
+	return quote(userinfo.ReplaceAllString(v, "${1}REDACTED@"))
 }
 
 func (t *translator) carry(key, effect string) {
@@ -824,11 +835,11 @@ func (t *translator) redirect() {
 		n, err := strconv.Atoi(v)
 		switch {
 		case err != nil:
-			t.blockRedirect(on, codeKey, fmt.Sprintf("has value %s, which is not a whole number; ingress-nginx then makes no redirect at all", quote(v)))
+			t.blockRedirect(on, codeKey, fmt.Sprintf("has value %s, which is not a whole number; ingress-nginx then makes no redirect at all", quoteValue(v)))
 			return
 		case n < 300 || n > maxCode:
 			t.blockRedirect(on, codeKey, fmt.Sprintf("has value %s, outside %d-%d, for which ingress-nginx redirects with %d instead; set %d to keep that",
-				quote(v), 300, maxCode, def, def))
+				quoteValue(v), 300, maxCode, def, def))
 			return
 		case n != 301 && n != 302 && n != 303 && n != 307 && n != 308:
 			t.blockRedirect(on, codeKey, fmt.Sprintf("has value %d, which the Gateway API cannot redirect with (only 301, 302, 303, 307 and 308)", n))
@@ -838,7 +849,7 @@ func (t *translator) redirect() {
 	}
 	filter, why := redirectFilter(raw)
 	if why != "" {
-		t.blockRedirect(on, urlKey, fmt.Sprintf("has value %s, which %s", quote(raw), why))
+		t.blockRedirect(on, urlKey, fmt.Sprintf("has value %s, which %s", quoteValue(raw), why))
 		return
 	}
 	filter.StatusCode = ptr.To(code)
