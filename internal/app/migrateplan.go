@@ -18,6 +18,7 @@ type migratePlanOptions struct {
 	Namespace          string
 	Gateway            string
 	DNSDrain           time.Duration
+	FieldManager       string
 }
 
 // flags are migrate-plan's flags, in --help sections as the manager's.
@@ -32,12 +33,14 @@ func (o *migratePlanOptions) flags() cliflag.NamedFlagSets {
 		"<namespace>/<name> of the Gateway to plan for the Ingresses that do not name one with ingress/gateway (their route's parent, and the HTTPS listeners their spec.tls needs). Empty: such an Ingress's route is shown without a parent.")
 	fs.DurationVar(&o.DNSDrain, "ingress-move-dns-drain", o.DNSDrain,
 		"The manager's --ingress-move-dns-drain, to tell an Ingress withdrawn from external-dns that still drains from one that moved.")
+	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager,
+		"The manager's --field-manager: a route of an Ingress's name is the one made from it only when that field manager wrote its ingress/migrated-from.")
 	return fss
 }
 
 // newMigratePlanCommand returns the migrate-plan command.
 func newMigratePlanCommand() *cobra.Command {
-	o := &migratePlanOptions{DNSDrain: ingressmanager.DefaultDNSDrain}
+	o := &migratePlanOptions{DNSDrain: ingressmanager.DefaultDNSDrain, FieldManager: NewOptions().FieldManager}
 	cmd := &cobra.Command{
 		Use:   "migrate-plan",
 		Short: "Prints the HTTPRoute ingress-manager would make from each Ingress, and what keeps it from moving",
@@ -59,6 +62,9 @@ does. Review it, then annotate the Ingress with ingress/gateway.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateNamespace(o.Namespace); err != nil {
 				return err
+			}
+			if o.FieldManager == "" {
+				return fmt.Errorf("--field-manager: must not be empty")
 			}
 			if o.DNSDrain < 0 {
 				return fmt.Errorf("--ingress-move-dns-drain: must not be negative, got %v", o.DNSDrain)
@@ -83,7 +89,7 @@ does. Review it, then annotate the Ingress with ingress/gateway.`,
 				}
 			}
 			return ingressmanager.WritePlan(cmd.Context(), clients, ingressmanager.PlanOptions{
-				Namespace: o.Namespace, Gateway: o.Gateway, DNSDrain: o.DNSDrain,
+				Namespace: o.Namespace, Gateway: o.Gateway, DNSDrain: o.DNSDrain, FieldManager: o.FieldManager,
 			}, cmd.OutOrStdout())
 		},
 	}

@@ -42,7 +42,8 @@ const (
 const (
 	// AnnotationMigratedFrom holds the UID of the Ingress the HTTPRoute was
 	// made from. The controller takes a route for that Ingress's own only
-	// when it names the UID of the Ingress of the route's name and nothing
+	// when it names the UID of the Ingress of the route's name, the
+	// controller's field manager wrote it (the UID is no secret), and nothing
 	// controls the route; once the Ingress is gone the route is its user's.
 	AnnotationMigratedFrom = "ingress/migrated-from"
 )

@@ -326,7 +326,7 @@ func checkMigrationRoute(t *testing.T, ing *networkingv1.Ingress, route *gateway
 	if route.Name != ing.Name || route.Namespace != ing.Namespace || len(route.OwnerReferences) != 0 {
 		t.Errorf("route %s/%s owners %v, want %s/%s and no owner", route.Namespace, route.Name, route.OwnerReferences, ing.Namespace, ing.Name)
 	}
-	if !isMigratedFrom(route, ing) {
+	if route.Annotations[AnnotationMigratedFrom] != string(ing.UID) || metav1.GetControllerOfNoCopy(route) != nil {
 		t.Errorf("route annotations %v: not marked as made from Ingress uid %s", route.Annotations, ing.UID)
 	}
 	if p := route.Spec.ParentRefs; len(p) != 1 || p[0].Group == nil || p[0].Kind == nil {
@@ -380,7 +380,8 @@ func TestMigratedRouteAnnotations(t *testing.T) {
 func TestIsMigratedFrom(t *testing.T) {
 	ing := userIngress()
 	route := func(uid string, controlled bool) *gatewayv1.HTTPRoute {
-		r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{AnnotationMigratedFrom: uid}}}
+		r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{AnnotationMigratedFrom: uid},
+			ManagedFields: []metav1.ManagedFieldsEntry{madeBy("test")}}}
 		if controlled {
 			r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "web", UID: "svc", Controller: ptr.To(true)}}
 		}
@@ -398,12 +399,17 @@ func TestIsMigratedFrom(t *testing.T) {
 		{"a Service's route that carries the marker", route("ingress-uid", true), ing, false},
 		{"no marker", &gatewayv1.HTTPRoute{}, ing, false},
 		{"no Ingress", route("ingress-uid", false), nil, false},
+		{"its marker written by someone else", func() *gatewayv1.HTTPRoute {
+			r := route("ingress-uid", false)
+			r.ManagedFields = []metav1.ManagedFieldsEntry{madeBy("kubectl")}
+			return r
+		}(), ing, false},
 	} {
-		if got := isMigratedFrom(tc.route, tc.ing); got != tc.want {
+		if got := isMigratedFrom(tc.route, tc.ing, "test"); got != tc.want {
 			t.Errorf("%s: isMigratedFrom = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if own := migrationOwner(ing); !own.owns(ing) || own.owns(recreated) {
+	if own := migrationOwner(ing, "test"); !own.owns(ing) || own.owns(recreated) {
 		t.Error("a migration's owner owns its Ingress, and no other of the name")
 	}
 }

@@ -113,7 +113,7 @@ func (c *Controller) hasMigratedRoute(ing *networkingv1.Ingress) bool {
 		return false
 	}
 	route, err := cached[*gatewayv1.HTTPRoute](routes, cache.MetaObjectToName(ing))
-	return err == nil && route != nil && isMigratedFrom(route, ing)
+	return err == nil && route != nil && isMigratedFrom(route, ing, c.route.fieldManager)
 }
 
 // updateIngress is the Ingress informer's update handler: an Ingress's
@@ -211,7 +211,7 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 	r := &report{}
 	complete := false
 	defer func() { c.migrations.notes.publish(ing, r, complete) }()
-	own := migrationOwner(ing)
+	own := migrationOwner(ing, c.route.fieldManager)
 	ingress := end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration]{w: c.ingress, obj: ing, user: true}
 	if !migrationWanted(ing) {
 		complete = true

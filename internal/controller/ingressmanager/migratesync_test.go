@@ -50,7 +50,15 @@ func (f *syncFixture) addMigratedRoute(ing *networkingv1.Ingress, mutate ...func
 	}
 	desired := m.Route
 	desired.UID, desired.Generation = "route-uid", 1
+	desired.ManagedFields = []metav1.ManagedFieldsEntry{madeBy("test")}
 	addOwned(f, f.gateway.GatewayV1().HTTPRoutes(desired.Namespace).Create, f.routes, desired, both(mutate...))
+}
+
+// madeBy is the managedFields entry of a route's create by fieldManager,
+// which set its ingress/migrated-from ("test": the fixture controller's).
+func madeBy(fieldManager string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: fieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "gateway.networking.k8s.io/v1", FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + AnnotationMigratedFrom + `":{}}},"f:spec":{"f:rules":{}}}`)}}
 }
 
 func (f *syncFixture) syncMigration(ing *networkingv1.Ingress) error {
@@ -335,5 +343,59 @@ func TestMigrationEventsHideCredentialsOfBadValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMigrationForgedMarkerIsNotOurs: a route of the Ingress's name that
+// carries ingress/migrated-from with the Ingress's UID (anyone who reads
+// the Ingress knows it) but that the controller did not make (its field
+// manager does not own the annotation) is someone else's: never updated,
+// withdrawn nor deleted, whether the Ingress asks to move or stopped.
+func TestMigrationForgedMarkerIsNotOurs(t *testing.T) {
+	forged := func(r *gatewayv1.HTTPRoute) { r.ManagedFields = []metav1.ManagedFieldsEntry{madeBy("kubectl")} }
+	optedOut := func(i *networkingv1.Ingress) { delete(i.Annotations, AnnotationGateway) }
+	for _, tc := range []struct {
+		name    string
+		ing     *networkingv1.Ingress
+		ingress []func(*networkingv1.Ingress)
+		route   []func(*gatewayv1.HTTPRoute)
+		events  []string
+	}{
+		{name: "no longer asking, in DNS: the forged route is not withdrawn",
+			ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1), forged}},
+		{name: "no longer asking, the forged route withdrawn long ago: not deleted",
+			ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress},
+			route: []func(*gatewayv1.HTTPRoute){servedAt(1), forged, withdrawn[*gatewayv1.HTTPRoute](testNow.Add(-2 * testDrain))}},
+		{name: "asking, with delete-after-move: the forged route does not take the Ingress's place",
+			ing:     userIngress(withAnnotations(AnnotationDeleteAfterMove, "true")),
+			ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
+			route:   []func(*gatewayv1.HTTPRoute){servedAt(1), forged}, events: []string{ReasonHTTPRouteExists, ReasonReturnedToDNS}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			ing := f.addUserIngress(tc.ing, tc.ingress...)
+			f.addMigratedRoute(userIngress(), tc.route...)
+			f.syncRouteToServerAs("web")
+			if migrationWanted(ing) {
+				f.settled(ing, "route-uid")
+			} else {
+				f.settled(ing, string(ing.UID))
+			}
+			f.clearActions()
+			requeued(t, f.syncMigration(ing))
+			for _, w := range f.writes() {
+				if strings.HasSuffix(w, "httproutes") || w == "delete ingresses" {
+					t.Errorf("wrote %s: the forged route taken for the Ingress's own", w)
+				}
+			}
+			if got := f.reasons(); !slices.Equal(got, tc.events) {
+				t.Errorf("Events %q, want %q", got, tc.events)
+			}
+		})
+	}
+	ing := userIngress()
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Annotations: map[string]string{AnnotationMigratedFrom: string(ing.UID)}}}
+	if isMigratedFrom(route, ing, "test") {
+		t.Error("a route no field manager of ours made is taken for the Ingress's own")
 	}
 }

@@ -19,10 +19,15 @@ type owner struct {
 	svc *corev1.Service
 	// ing is the user's Ingress moving to a route; nil for a Service.
 	ing *networkingv1.Ingress
+	// fieldManager, for a migration, is the controller's: the route made
+	// from ing is one its field manager wrote the marker of.
+	fieldManager string
 }
 
-func serviceOwner(svc *corev1.Service) owner         { return owner{svc: svc} }
-func migrationOwner(ing *networkingv1.Ingress) owner { return owner{ing: ing} }
+func serviceOwner(svc *corev1.Service) owner { return owner{svc: svc} }
+func migrationOwner(ing *networkingv1.Ingress, fieldManager string) owner {
+	return owner{ing: ing, fieldManager: fieldManager}
+}
 
 // object is the Service or the user's Ingress, as cached.
 func (o owner) object() metav1.Object {
@@ -46,7 +51,7 @@ func (o owner) owns(obj metav1.Object) bool {
 	if _, ok := obj.(*networkingv1.Ingress); ok {
 		return obj.GetUID() == o.ing.UID && obj.GetUID() != ""
 	}
-	return isMigratedFrom(obj, o.ing)
+	return isMigratedFrom(obj, o.ing, o.fieldManager)
 }
 
 // subject names what moves, for a message: "the Service is", or, for a
@@ -71,7 +76,11 @@ func (o owner) notOurs(kind string, live metav1.Object) string {
 	}
 	why := controllerOf(live)
 	if v, ok := live.GetAnnotations()[AnnotationMigratedFrom]; ok && metav1.GetControllerOfNoCopy(live) == nil {
-		why = fmt.Sprintf("its %s names another Ingress, uid %s", AnnotationMigratedFrom, quote(v))
+		if v == string(o.ing.UID) {
+			why = fmt.Sprintf("its %s names this Ingress but was not written by this controller (field manager %s)", AnnotationMigratedFrom, quote(o.fieldManager))
+		} else {
+			why = fmt.Sprintf("its %s names another Ingress, uid %s", AnnotationMigratedFrom, quote(v))
+		}
 	} else if !ok {
 		why += ", no " + AnnotationMigratedFrom
 	}
@@ -79,14 +88,18 @@ func (o owner) notOurs(kind string, live metav1.Object) string {
 }
 
 // isMigratedFrom reports whether route is the route made from the user's
-// Ingress ing: its AnnotationMigratedFrom names ing's UID, and nothing
-// controls it (a Service's route that carries the annotation through its
+// Ingress ing: its AnnotationMigratedFrom names ing's UID, the controller
+// wrote it (fieldManager, the controller's, owns the annotation in the
+// route's managedFields: the UID is no secret, anyone who reads the
+// Ingress can forge the marker on a route of theirs), and nothing controls
+// it (a Service's route that carries the annotation through its
 // ingress/annotations stays the Service's). A route of the Ingress's name
 // that is not is someone else's, and an Ingress deleted and made again
 // under its name (another UID) does not own the old one's route.
-func isMigratedFrom(route metav1.Object, ing *networkingv1.Ingress) bool {
-	if route == nil || ing == nil || ing.UID == "" {
+func isMigratedFrom(route metav1.Object, ing *networkingv1.Ingress, fieldManager string) bool {
+	if route == nil || ing == nil || ing.UID == "" || fieldManager == "" {
 		return false
 	}
-	return route.GetAnnotations()[AnnotationMigratedFrom] == string(ing.UID) && metav1.GetControllerOfNoCopy(route) == nil
+	return route.GetAnnotations()[AnnotationMigratedFrom] == string(ing.UID) && metav1.GetControllerOfNoCopy(route) == nil &&
+		ownsAnnotation(route, fieldManager, AnnotationMigratedFrom)
 }

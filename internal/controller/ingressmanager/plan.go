@@ -40,6 +40,10 @@ type PlanOptions struct {
 	// DNSDrain is the manager's --ingress-move-dns-drain, to tell a move
 	// that drains from one that is done.
 	DNSDrain time.Duration
+	// FieldManager is the manager's --field-manager: a route of an
+	// Ingress's name is made from it only when that field manager wrote its
+	// ingress/migrated-from; "": DefaultFieldManager.
+	FieldManager string
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -58,6 +62,10 @@ func WritePlan(ctx context.Context, c PlanClients, o PlanOptions, w io.Writer) e
 			return fmt.Errorf("--gateway %q %s", o.Gateway, why)
 		}
 		defaultGateway = &ref
+	}
+	fieldManager := o.FieldManager
+	if fieldManager == "" {
+		fieldManager = DefaultFieldManager
 	}
 	now := time.Now
 	if o.Now != nil {
@@ -114,7 +122,7 @@ func WritePlan(ctx context.Context, c PlanClients, o PlanOptions, w io.Writer) e
 			in.Gateway, in.GatewayVisible = lookup(gw.Namespace, gw.Name)
 		}
 		m := renderMigration(in)
-		if err := writeIngressPlan(w, ing, m, c.Gateway != nil, in.GatewayVisible, routes[cache.MetaObjectToName(ing)], lookup, o.DNSDrain, now()); err != nil {
+		if err := writeIngressPlan(w, ing, m, c.Gateway != nil, in.GatewayVisible, routes[cache.MetaObjectToName(ing)], lookup, o.DNSDrain, now(), fieldManager); err != nil {
 			return err
 		}
 	}
@@ -170,7 +178,7 @@ func planGatewayAPI(ctx context.Context, gw gatewayv1client.GatewayV1Interface, 
 }
 
 // writeIngressPlan writes the plan of one Ingress.
-func writeIngressPlan(w io.Writer, ing *networkingv1.Ingress, m *Migration, served, gatewayVisible bool, route *gatewayv1.HTTPRoute, lookup gatewayLookup, drain time.Duration, now time.Time) error {
+func writeIngressPlan(w io.Writer, ing *networkingv1.Ingress, m *Migration, served, gatewayVisible bool, route *gatewayv1.HTTPRoute, lookup gatewayLookup, drain time.Duration, now time.Time, fieldManager string) error {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, "# "+format+"\n", args...) }
 	asks := migrationWanted(ing)
@@ -210,9 +218,9 @@ func writeIngressPlan(w io.Writer, ing *networkingv1.Ingress, m *Migration, serv
 		line("  Note: spec.tls is the Gateway's to terminate; with no Gateway to look at, its HTTPS listeners were not checked.")
 	}
 	if asks {
-		writeMoveState(line, ing, m, route, lookup, drain, now)
+		writeMoveState(line, ing, m, route, lookup, drain, now, fieldManager)
 	} else if route != nil {
-		line("  HTTPRoute %s/%s exists already: %s", route.Namespace, route.Name, routeWhose(route, ing))
+		line("  HTTPRoute %s/%s exists already: %s", route.Namespace, route.Name, routeWhose(route, ing, fieldManager))
 	}
 	if m.Route == nil {
 		line("  No HTTPRoute can be made from it as it is.")
@@ -231,22 +239,22 @@ func writeIngressPlan(w io.Writer, ing *networkingv1.Ingress, m *Migration, serv
 }
 
 // routeWhose says whose route is, for the Ingress ing of its name.
-func routeWhose(route *gatewayv1.HTTPRoute, ing *networkingv1.Ingress) string {
-	if isMigratedFrom(route, ing) {
+func routeWhose(route *gatewayv1.HTTPRoute, ing *networkingv1.Ingress, fieldManager string) string {
+	if isMigratedFrom(route, ing, fieldManager) {
 		return "made from this Ingress"
 	}
-	return migrationOwner(ing).notOurs("HTTPRoute", route) + "; the controller leaves it untouched and the Ingress stays"
+	return migrationOwner(ing, fieldManager).notOurs("HTTPRoute", route) + "; the controller leaves it untouched and the Ingress stays"
 }
 
 // writeMoveState writes where the move of ing stands: its route, whether
 // it serves, whether the Ingress is withdrawn from external-dns and
 // drained.
-func writeMoveState(line func(string, ...any), ing *networkingv1.Ingress, m *Migration, route *gatewayv1.HTTPRoute, lookup gatewayLookup, drain time.Duration, now time.Time) {
+func writeMoveState(line func(string, ...any), ing *networkingv1.Ingress, m *Migration, route *gatewayv1.HTTPRoute, lookup gatewayLookup, drain time.Duration, now time.Time, fieldManager string) {
 	switch {
 	case route == nil:
 		line("  Move: the HTTPRoute is not made yet.")
-	case !isMigratedFrom(route, ing):
-		line("  Move: blocked: HTTPRoute %s/%s %s.", route.Namespace, route.Name, routeWhose(route, ing))
+	case !isMigratedFrom(route, ing, fieldManager):
+		line("  Move: blocked: HTTPRoute %s/%s %s.", route.Namespace, route.Name, routeWhose(route, ing, fieldManager))
 		return
 	default:
 		if until := untilServes(route, lookup); until != "" {

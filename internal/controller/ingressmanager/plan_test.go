@@ -39,6 +39,7 @@ func TestWritePlan(t *testing.T) {
 	route := m.Route
 	servedAt(1)(route)
 	route.Generation = 1
+	route.ManagedFields = []metav1.ManagedFieldsEntry{madeBy(DefaultFieldManager)} // the controller made it
 	// NewSimpleClientset: NewClientset's field-managed tracker has no v1
 	// gateways.
 	gw := gatewayfake.NewSimpleClientset(route)
