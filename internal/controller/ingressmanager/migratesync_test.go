@@ -319,10 +319,17 @@ func TestMigrationEventsNameKeysNotValues(t *testing.T) {
 // takes) never shows credentials it holds, in the Event nor in the plan.
 func TestMigrationEventsHideCredentialsOfBadValues(t *testing.T) {
 	const secret = "s3cr3t-t0ken"
-	for _, key := range []string{"nginx.ingress.kubernetes.io/permanent-redirect", "nginx.ingress.kubernetes.io/temporal-redirect"} {
+	for key, ann := range map[string][]string{
+		"permanent-redirect": {"nginx.ingress.kubernetes.io/permanent-redirect", "https://admin:" + secret + "@login.example.com/"},
+		"temporal-redirect":  {"nginx.ingress.kubernetes.io/temporal-redirect", "https://admin:" + secret + "@login.example.com/"},
+		"cors-allow-origin": {"nginx.ingress.kubernetes.io/enable-cors", "true",
+			"nginx.ingress.kubernetes.io/cors-allow-origin", "https://ok.example.com, https://admin:" + secret + "@login.example.com"},
+		"cors-allow-origin, long": {"nginx.ingress.kubernetes.io/enable-cors", "true",
+			"nginx.ingress.kubernetes.io/cors-allow-origin", "https://admin:" + secret + "@login" + strings.Repeat(".example", 30) + ".com"},
+	} {
 		t.Run(key, func(t *testing.T) {
 			f := newCutoverFixture(t, testDrain)
-			ing := f.addUserIngress(userIngress(withAnnotations(key, "https://admin:"+secret+"@login.example.com/")), withAddress)
+			ing := f.addUserIngress(userIngress(withAnnotations(ann...)), withAddress)
 			if err := f.syncMigration(ing); err != nil {
 				t.Fatal(err)
 			}
@@ -397,5 +404,50 @@ func TestMigrationForgedMarkerIsNotOurs(t *testing.T) {
 	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Annotations: map[string]string{AnnotationMigratedFrom: string(ing.UID)}}}
 	if isMigratedFrom(route, ing, "test") {
 		t.Error("a route no field manager of ours made is taken for the Ingress's own")
+	}
+}
+
+// TestMigrationIdentityChangesMidMove: what the move is of changes once
+// the Ingress is withdrawn and drained: its rules (the route serves the old
+// ones), its Gateway (the route is on the old one). The Ingress is not
+// deleted by ingress/delete-after-move, nor said moved, before the route
+// made from it as it is now serves.
+func TestMigrationIdentityChangesMidMove(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ingress func(*networkingv1.Ingress)
+	}{
+		{"new rules after the move", withPaths(ingressPath("/", networkingv1.PathTypePrefix, "web", 80, ""), ingressPath("/api", networkingv1.PathTypePrefix, "api", 8080, ""))},
+		{"another Gateway after the move", withAnnotations(AnnotationGateway, "gw2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			ing := f.addUserIngress(userIngress(withAnnotations(AnnotationDeleteAfterMove, "true"), tc.ingress), withAddress,
+				withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain)))
+			f.addMigratedRoute(userIngress(), servedAt(1)) // as made from the Ingress before the change
+			f.syncRouteToServerAs("web")
+			f.settled(ing, "route-uid")
+			f.clearActions()
+			err := f.syncMigration(ing)
+			var after time.Duration
+			if err != nil {
+				after = requeued(t, err)
+			}
+			_ = after
+			for _, w := range f.writes() {
+				if w == "delete ingresses" {
+					t.Errorf("the Ingress deleted while its route serves what it was, not what it is")
+				}
+			}
+			for _, r := range f.reasons() {
+				if r == ReasonMovedToHTTPRoute || r == ReasonIngressDeleted {
+					t.Errorf("Event %s while the route does not serve the Ingress as it is", r)
+				}
+			}
+			state, _ := f.c.migrations.states.Load(cache.MetaObjectToName(ing))
+			if state == stateMoved {
+				t.Errorf("state %v while the route does not serve the Ingress as it is", state)
+			}
+		})
 	}
 }

@@ -486,7 +486,9 @@ func (t *translator) present(names ...string) []string {
 
 func (t *translator) block(key, why string) {
 	t.done[key] = true
-	t.c.Blocking = append(t.c.Blocking, BlockedKey{Key: key, Why: why})
+	// Values are said with quoteValue; this leaves out credentials of a URL
+	// said otherwise.
+	t.c.Blocking = append(t.c.Blocking, BlockedKey{Key: key, Why: userinfo.ReplaceAllString(why, "${1}REDACTED@")})
 }
 
 func (t *translator) blockAccess(key string) {
@@ -1237,9 +1239,9 @@ func (t *translator) cors() {
 		case o == "*":
 			f.AllowOrigins = []gatewayv1.CORSOrigin{"*"}
 		case strings.Contains(o, "://*."):
-			fail(keys[1], fmt.Sprintf("has the origin %s, whose * stands for one DNS label in ingress-nginx and any number of them in the Gateway API; list the origins instead", quote(o)))
+			fail(keys[1], fmt.Sprintf("has the origin %s, whose * stands for one DNS label in ingress-nginx and any number of them in the Gateway API; list the origins instead", quoteValue(o)))
 		case !corsOrigin.MatchString(o) || len(o) > 253:
-			fail(keys[1], fmt.Sprintf("has the origin %s, which a CORS filter cannot take (only http(s)://host[:port], or *)", quote(o)))
+			fail(keys[1], fmt.Sprintf("has the origin %s, which a CORS filter cannot take (only http(s)://host[:port], or *)", quoteValue(o)))
 		default:
 			if !slices.Contains(f.AllowOrigins, gatewayv1.CORSOrigin(o)) {
 				f.AllowOrigins = append(f.AllowOrigins, gatewayv1.CORSOrigin(o))
@@ -1330,7 +1332,7 @@ func (t *translator) headerNames(key, v string, star bool, bad *bool) []gatewayv
 			out = append(out, "*")
 		case !headerName.MatchString(h) || len(h) > 256 || h == "*":
 			if !*bad {
-				t.blockBad(key, v, fmt.Sprintf("has %s, which is not a header name", quote(h)))
+				t.blockBad(key, v, fmt.Sprintf("has %s, which is not a header name", quoteValue(h)))
 			}
 			*bad = true
 			return nil
