@@ -201,7 +201,8 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 	}
 	if ing == nil || isBeingDeleted(ing) || serviceControlled(ing) {
 		c.forgetMigration(key, ing == nil)
-		if ing == nil && route != nil && metav1.GetControllerOfNoCopy(route) == nil && route.Annotations[AnnotationMigratedFrom] != "" {
+		if ing == nil && route != nil && metav1.GetControllerOfNoCopy(route) == nil && route.Annotations[AnnotationMigratedFrom] != "" &&
+			ownsAnnotation(route, c.route.fieldManager, AnnotationMigratedFrom) {
 			_, err := c.route.restore(ctx, route, fmt.Sprintf("Ingress %s, which it was made from, is gone", key.Name), &report{})
 			return err
 		}

@@ -451,3 +451,22 @@ func TestMigrationIdentityChangesMidMove(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrationIngressGoneForgedRoute: the Ingress gone, a route of its
+// name that carries ingress/migrated-from and the withdrawal marks but
+// that the controller did not make is not written.
+func TestMigrationIngressGoneForgedRoute(t *testing.T) {
+	f := newCutoverFixture(t, testDrain)
+	ing := userIngress()
+	f.addMigratedRoute(ing, servedAt(1), withdrawn[*gatewayv1.HTTPRoute](testNow), func(r *gatewayv1.HTTPRoute) {
+		r.ManagedFields = []metav1.ManagedFieldsEntry{madeBy("kubectl")}
+	})
+	f.syncRouteToServerAs("web")
+	f.clearActions()
+	if err := f.syncMigration(ing); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.writes(); len(got) != 0 {
+		t.Errorf("writes = %q to a route the controller did not make", got)
+	}
+}
