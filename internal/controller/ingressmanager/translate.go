@@ -1247,7 +1247,7 @@ func (t *translator) cors() {
 				f.AllowOrigins = append(f.AllowOrigins, gatewayv1.CORSOrigin(o))
 			}
 		}
-		if bad || o == "*" {
+		if bad || o == "*" || len(f.AllowOrigins) > 64 {
 			break
 		}
 	}
@@ -1338,6 +1338,9 @@ func (t *translator) headerNames(key, v string, star bool, bad *bool) []gatewayv
 			return nil
 		case !slices.Contains(out, gatewayv1.HTTPHeaderName(h)):
 			out = append(out, gatewayv1.HTTPHeaderName(h))
+		}
+		if len(out) > 64 {
+			break // blocks below; the rest is not read (a long list would cost its square)
 		}
 	}
 	if len(out) > 64 {

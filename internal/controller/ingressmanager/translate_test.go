@@ -1,15 +1,19 @@
 package ingressmanager
 
 import (
+	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -536,4 +540,68 @@ func packageTests(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestTranslateHostileValues: a value with CR/LF (header or redirect
+// injection), NUL, or unicode (bidi, zero-width, a homoglyph host) set on
+// any key of the table, alone or with enable-cors, either blocks or
+// renders a route with no control and no non-ASCII character. (Held.)
+func TestTranslateHostileValues(t *testing.T) {
+	hostile := map[string]string{
+		"crlf":       "/x\r\nX-Injected: 1",
+		"lf":         "https://a.example.com/\nSet-Cookie: a=b",
+		"bidi":       "/\u202eevil",
+		"zero-width": "ex\u200bample.com",
+		"homoglyph":  "https://ex\u0430mple.com/",
+		"nul":        "a\x00b",
+	}
+	for _, row := range TranslationRows() {
+		for _, key := range row.Keys {
+			for name, v := range hostile {
+				for _, base := range []map[string]string{{}, nginxAnn("enable-cors", "true")} {
+					ann := maps.Clone(base)
+					ann[key] = v
+					c := translate(ann, nil)
+					route := routeWith("/")
+					c.applyTo(route)
+					data, err := json.Marshal(route)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// JSON escapes control characters; non-ASCII stays as is.
+					for _, r := range string(data) {
+						if r > 0x7e || r < 0x20 {
+							t.Errorf("%s=%s: the route has %q", key, name, r)
+						}
+					}
+					if strings.Contains(string(data), `\r`) || strings.Contains(string(data), `\n`) || strings.Contains(string(data), `\u0000`) {
+						t.Errorf("%s=%s: the route has a control character: %s", key, name, data)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTranslateLongListsCostLinear: a CORS list as long as an annotation
+// may be (the API server takes 256KiB of them) is refused past the 64 a
+// filter takes without reading the rest: deduplicating it all cost its
+// square (about a second of a worker per sync, on every resync).
+func TestTranslateLongListsCostLinear(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 250000; i++ {
+		fmt.Fprintf(&b, "X-%d,", i)
+	}
+	headers := b.String()
+	origins := strings.ReplaceAll(strings.ReplaceAll(headers, "X-", "https://h"), ",", ".example.com,")
+	for key, v := range map[string]string{"cors-allow-headers": headers, "cors-expose-headers": headers, "cors-allow-origin": origins} {
+		start := time.Now()
+		c := translate(nginxAnn("enable-cors", "true", key, v), nil)
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("%s of %d bytes: translated in %v", key, len(v), d)
+		}
+		if !slices.ContainsFunc(c.Blocking, func(k BlockedKey) bool { return k.Key == nginxPrefix+key }) {
+			t.Errorf("%s of more than 64 entries does not block: %+v", key, c.Blocking)
+		}
+	}
 }
