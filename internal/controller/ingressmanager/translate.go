@@ -413,7 +413,7 @@ func translate(ann map[string]string, supported sets.Set[features.FeatureName]) 
 	if !anyTranslated(ann) {
 		return Carried{verified: supported != nil}
 	}
-	t := &translator{ann: map[string]string{}, supported: supported, done: map[string]bool{}}
+	t := &translator{ann: map[string]string{}, supported: supported, done: map[string]bool{}, blocked: map[string]bool{}}
 	t.c.Effects = map[string]string{}
 	t.c.keyFeatures = map[string][]features.FeatureName{}
 	t.c.verified = supported != nil
@@ -459,7 +459,10 @@ type translator struct {
 	ann       map[string]string
 	supported sets.Set[features.FeatureName]
 	done      map[string]bool
-	c         Carried
+	// blocked: the keys blocked, each once, with its first reason (a list
+	// value with many bad entries is said once, not once an entry).
+	blocked map[string]bool
+	c       Carried
 }
 
 // get returns the value of an unread key of the row, and marks it read.
@@ -486,6 +489,10 @@ func (t *translator) present(names ...string) []string {
 
 func (t *translator) block(key, why string) {
 	t.done[key] = true
+	if t.blocked[key] {
+		return
+	}
+	t.blocked[key] = true
 	// Values are said with quoteValue; this leaves out credentials of a URL
 	// said otherwise.
 	t.c.Blocking = append(t.c.Blocking, BlockedKey{Key: key, Why: userinfo.ReplaceAllString(why, "${1}REDACTED@")})
@@ -493,6 +500,10 @@ func (t *translator) block(key, why string) {
 
 func (t *translator) blockAccess(key string) {
 	t.done[key] = true
+	if t.blocked[key] {
+		return
+	}
+	t.blocked[key] = true
 	t.c.Blocking = append(t.c.Blocking, accessKey(key))
 }
 
@@ -504,6 +515,10 @@ func accessKey(key string) BlockedKey {
 // blockBad blocks key for its value v, which is not what the reader
 // takes: why says what is wrong.
 func (t *translator) blockBad(key, v, why string) {
+	if t.blocked[key] {
+		t.done[key] = true
+		return // said once: quoting a long value again would cost it again
+	}
 	t.block(key, fmt.Sprintf("has value %s, which %s", quoteValue(v), why))
 }
 
