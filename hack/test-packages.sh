@@ -17,11 +17,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 slow=(
   test/integration/faults
   internal/controller/network/neutron
+  test/release
+  test/bench
   test/integration/network
   test/integration/dns
   test/integration/ingressmanager
-  test/release
+  test/integration/credentials
   test/integration/traffic
+  test/integration/manager
+  test/integration/framework/prom
 )
 
 mod="$(go list -m)"
