@@ -134,8 +134,8 @@ chart-crds: ## Rewrite the Helm chart's crds/ from config/default (after make ma
 .PHONY: test
 test: tools verify ## Run every check, unit and integration test (real kube-apiserver + etcd, real Keystone + Neutron), the fuzz targets briefly, and test-e2e.
 	@# What test-e2e needs builds meanwhile at the lowest priority, on the CPU the
-	@# tests leave idle; test-e2e's own build-tools call waits for it (one at a
-	@# time per bin/) and, should it have failed, builds in the open.
+	@# tests leave idle; test-e2e's own build-tools call waits for it (one build
+	@# of a tool at a time: bin/.lock.<tool>) and, should it have failed, builds in the open.
 	nice -n 19 hack/build-tools.sh $(E2E_TOOLS) >$(BIN)/.e2e-tools.log 2>&1 &
 	hack/with-openstack.sh $(GO) test $(TEST_FLAGS) $$(hack/test-packages.sh)
 	@# The fuzz targets run at the lowest priority beside test-e2e, which mostly
