@@ -298,10 +298,8 @@ func TestMigrationEventsNameKeysNotValues(t *testing.T) {
 	if err := f.syncMigration(ing); err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	for len(f.recorder.Events) > 0 {
-		e := <-f.recorder.Events
-		n++
+	events := f.events()
+	for _, e := range events {
 		if strings.Contains(e, secret) {
 			t.Errorf("an Event shows an annotation's value: %s", e)
 		}
@@ -309,7 +307,7 @@ func TestMigrationEventsNameKeysNotValues(t *testing.T) {
 			t.Errorf("an Event does not name the key that blocks: %s", e)
 		}
 	}
-	if n != 1 {
+	if n := len(events); n != 1 {
 		t.Errorf("%d Events, want one Warning", n)
 	}
 }
@@ -333,15 +331,13 @@ func TestMigrationEventsHideCredentialsOfBadValues(t *testing.T) {
 			if err := f.syncMigration(ing); err != nil {
 				t.Fatal(err)
 			}
-			var n int
-			for len(f.recorder.Events) > 0 {
-				e := <-f.recorder.Events
-				n++
+			events := f.events()
+			for _, e := range events {
 				if strings.Contains(e, secret) {
 					t.Errorf("an Event shows the credentials of a value: %s", e)
 				}
 			}
-			if n == 0 {
+			if len(events) == 0 {
 				t.Error("no Event")
 			}
 			for _, b := range translateIngressAnnotations(ing.Annotations, nil).Blocking {

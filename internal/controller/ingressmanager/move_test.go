@@ -124,19 +124,28 @@ func (f *syncFixture) writes() []string {
 	return out
 }
 
-// reasons drains the Events recorded so far and returns their reasons.
-func (f *syncFixture) reasons() []string {
+// events drains the Events recorded so far and returns them.
+func (f *syncFixture) events() []string {
 	var out []string
 	for {
 		select {
 		case e := <-f.recorder.Events:
-			var typ, reason string
-			fmt.Sscan(e, &typ, &reason)
-			out = append(out, reason)
+			out = append(out, e)
 		default:
 			return out
 		}
 	}
+}
+
+// reasons drains the Events recorded so far and returns their reasons.
+func (f *syncFixture) reasons() []string {
+	var out []string
+	for _, e := range f.events() {
+		var typ, reason string
+		fmt.Sscan(e, &typ, &reason)
+		out = append(out, reason)
+	}
+	return out
 }
 
 // clearActions forgets what the fakes received so far (the fixture's own

@@ -175,16 +175,7 @@ func TestServiceRouteCarries(t *testing.T) {
 			if err := f.sync(svc); err != nil {
 				t.Fatal(err)
 			}
-			var events []string
-			for {
-				select {
-				case e := <-f.recorder.Events:
-					events = append(events, e)
-					continue
-				default:
-				}
-				break
-			}
+			events := f.events()
 			var reasons []string
 			for _, e := range events {
 				reasons = append(reasons, strings.Fields(e)[1])
