@@ -157,6 +157,7 @@ func (o *Options) ingressConfig() ingressmanager.Config {
 		MoveSettle:              o.IngressMoveSettle,
 		DNSDrain:                o.IngressMoveDNSDrain,
 		URLAnnotation:           o.IngressURLAnnotation,
+		HTTPRedirectCode:        o.IngressNGINXHTTPRedirectCode,
 	}
 }
 

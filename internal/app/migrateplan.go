@@ -18,6 +18,7 @@ type migratePlanOptions struct {
 	Namespace          string
 	Gateway            string
 	DNSDrain           time.Duration
+	HTTPRedirectCode   int
 	FieldManager       string
 }
 
@@ -33,6 +34,7 @@ func (o *migratePlanOptions) flags() cliflag.NamedFlagSets {
 		"<namespace>/<name> of the Gateway to plan for the Ingresses that do not name one with ingress/gateway (their route's parent, and the HTTPS listeners their spec.tls needs). Empty: such an Ingress's route is shown without a parent.")
 	fs.DurationVar(&o.DNSDrain, "ingress-move-dns-drain", o.DNSDrain,
 		"The manager's --ingress-move-dns-drain, to tell an Ingress withdrawn from external-dns that still drains from one that moved.")
+	fs.IntVar(&o.HTTPRedirectCode, "ingress-nginx-http-redirect-code", o.HTTPRedirectCode, "The manager's --ingress-nginx-http-redirect-code. "+httpRedirectCodeHelp)
 	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager,
 		"The manager's --field-manager: a route of an Ingress's name is the one made from it only when that field manager wrote its ingress/migrated-from.")
 	return fss
@@ -40,7 +42,7 @@ func (o *migratePlanOptions) flags() cliflag.NamedFlagSets {
 
 // newMigratePlanCommand returns the migrate-plan command.
 func newMigratePlanCommand() *cobra.Command {
-	o := &migratePlanOptions{DNSDrain: ingressmanager.DefaultDNSDrain, FieldManager: NewOptions().FieldManager}
+	o := &migratePlanOptions{DNSDrain: ingressmanager.DefaultDNSDrain, HTTPRedirectCode: ingressmanager.DefaultHTTPRedirectCode, FieldManager: NewOptions().FieldManager}
 	cmd := &cobra.Command{
 		Use:   "migrate-plan",
 		Short: "Prints the HTTPRoute ingress-manager would make from each Ingress, and what keeps it from moving",
@@ -69,6 +71,9 @@ does. Review it, then annotate the Ingress with ingress/gateway.`,
 			if o.DNSDrain < 0 {
 				return fmt.Errorf("--ingress-move-dns-drain: must not be negative, got %v", o.DNSDrain)
 			}
+			if err := validateHTTPRedirectCode(o.HTTPRedirectCode); err != nil {
+				return err
+			}
 			cfg, err := (&ClientsConfig{Kubeconfig: o.Kubeconfig, Master: o.Master}).RESTConfig()
 			if err != nil {
 				return err
@@ -89,7 +94,7 @@ does. Review it, then annotate the Ingress with ingress/gateway.`,
 				}
 			}
 			return ingressmanager.WritePlan(cmd.Context(), clients, ingressmanager.PlanOptions{
-				Namespace: o.Namespace, Gateway: o.Gateway, DNSDrain: o.DNSDrain, FieldManager: o.FieldManager,
+				Namespace: o.Namespace, Gateway: o.Gateway, DNSDrain: o.DNSDrain, HTTPRedirectCode: o.HTTPRedirectCode, FieldManager: o.FieldManager,
 			}, cmd.OutOrStdout())
 		},
 	}

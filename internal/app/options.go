@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +51,9 @@ type Options struct {
 	GatewayAPICheckInterval time.Duration
 	IngressMoveSettle       time.Duration
 	IngressMoveDNSDrain     time.Duration
-	IngressURLAnnotation    string
+	// IngressNGINXHTTPRedirectCode is --ingress-nginx-http-redirect-code.
+	IngressNGINXHTTPRedirectCode int
+	IngressURLAnnotation         string
 
 	// network.
 	NetworkBackendName string
@@ -101,24 +104,25 @@ const (
 // NewOptions returns options with their defaults.
 func NewOptions() *Options {
 	o := &Options{
-		KubeAPIQPS:              DefaultKubeAPIQPS,
-		KubeAPIBurst:            DefaultKubeAPIBurst,
-		EventQPS:                DefaultEventQPS,
-		EventBurst:              DefaultEventBurst,
-		Controllers:             []string{"*"},
-		Workers:                 map[string]int{},
-		ResyncPeriod:            10 * time.Minute,
-		ShutdownTimeout:         30 * time.Second,
-		FieldManager:            "controller-manager",
-		IngressHostTemplate:     ingressmanager.DefaultHostTemplate,
-		GatewayAPICheckInterval: ingressmanager.DefaultGatewayAPICheckInterval,
-		IngressMoveSettle:       ingressmanager.DefaultMoveSettle,
-		IngressMoveDNSDrain:     ingressmanager.DefaultDNSDrain,
-		IngressURLAnnotation:    ingressmanager.AnnotationURL,
-		NetworkBackendName:      "memory",
-		NetworkGCInterval:       10 * time.Minute,
-		NeutronManagedBy:        network.ManagedBy,
-		NetworkCredentialsTTL:   30 * time.Second,
+		KubeAPIQPS:                   DefaultKubeAPIQPS,
+		KubeAPIBurst:                 DefaultKubeAPIBurst,
+		EventQPS:                     DefaultEventQPS,
+		EventBurst:                   DefaultEventBurst,
+		Controllers:                  []string{"*"},
+		Workers:                      map[string]int{},
+		ResyncPeriod:                 10 * time.Minute,
+		ShutdownTimeout:              30 * time.Second,
+		FieldManager:                 "controller-manager",
+		IngressHostTemplate:          ingressmanager.DefaultHostTemplate,
+		GatewayAPICheckInterval:      ingressmanager.DefaultGatewayAPICheckInterval,
+		IngressMoveSettle:            ingressmanager.DefaultMoveSettle,
+		IngressMoveDNSDrain:          ingressmanager.DefaultDNSDrain,
+		IngressNGINXHTTPRedirectCode: ingressmanager.DefaultHTTPRedirectCode,
+		IngressURLAnnotation:         ingressmanager.AnnotationURL,
+		NetworkBackendName:           "memory",
+		NetworkGCInterval:            10 * time.Minute,
+		NeutronManagedBy:             network.ManagedBy,
+		NetworkCredentialsTTL:        30 * time.Second,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
 			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
@@ -182,6 +186,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"When a Service moves between Ingress and HTTPRoute, how long the old object keeps serving after it was withdrawn from external-dns (by its controller annotation, once the new object is ready and --ingress-move-settle passed), so that DNS resolvers forget its address before it goes; then it is deleted. The default covers external-dns's default --interval (1m) and the common record TTL of 300s. 0 deletes the old object at once, without withdrawing it.")
 	fs.StringVar(&o.IngressURLAnnotation, "ingress-url-annotation", o.IngressURLAnnotation,
 		"Annotation of the Service that ingress-manager writes, once its Ingress or HTTPRoute serves it (docs/ingress-manager.md, \"When an object serves\"), with the URL it is served at (https:// with ingress/tls-secret, the host, the path), and removes when the Service is no longer exposed. Empty disables it. One of the annotations ingress-manager reads (ingress/http, ingress/host and the other settings) or keeps on objects for itself is refused.")
+	fs.IntVar(&o.IngressNGINXHTTPRedirectCode, "ingress-nginx-http-redirect-code", o.IngressNGINXHTTPRedirectCode,
+		httpRedirectCodeHelp)
 	fs.DurationVar(&o.GatewayAPICheckInterval, "gateway-api-check-interval", o.GatewayAPICheckInterval,
 		"How often ingress-manager asks discovery whether the cluster serves the Gateway API (gateway.networking.k8s.io/v1 httproutes): while it does not, to watch HTTPRoutes once it does; while it does, to stop using them (and fall back to Ingress) once it no longer does; both without a restart.")
 
@@ -278,6 +284,9 @@ func (o *Options) Validate() error {
 	}
 	if o.IngressMoveDNSDrain < 0 {
 		errs = append(errs, fmt.Errorf("--ingress-move-dns-drain: must not be negative, got %v", o.IngressMoveDNSDrain))
+	}
+	if err := validateHTTPRedirectCode(o.IngressNGINXHTTPRedirectCode); err != nil {
+		errs = append(errs, err)
 	}
 	if o.GatewayAPICheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--gateway-api-check-interval: must be positive, got %v", o.GatewayAPICheckInterval))
@@ -418,4 +427,19 @@ func flatten(err error) []error {
 		return agg.Errors()
 	}
 	return []error{err}
+}
+
+// httpRedirectCodeHelp is the help of --ingress-nginx-http-redirect-code,
+// the manager's and migrate-plan's.
+const httpRedirectCodeHelp = "The http-redirect-code of the ingress-nginx that served the Ingresses moving to the Gateway API (its ConfigMap's key; 308 by default): " +
+	"the status of the redirect of plain HTTP to HTTPS (ssl-redirect, force-ssl-redirect) their routes carry. One of 301, 302, 307, 308. " +
+	"301 and 302 are core in the Gateway API; a Gateway whose class does not list HTTPRoute307RedirectStatusCode or HTTPRoute308RedirectStatusCode " +
+	"in status.supportedFeatures keeps the Ingresses that redirect on their Ingress."
+
+// validateHTTPRedirectCode checks --ingress-nginx-http-redirect-code.
+func validateHTTPRedirectCode(code int) error {
+	if !slices.Contains(ingressmanager.HTTPRedirectCodes, code) {
+		return fmt.Errorf("--ingress-nginx-http-redirect-code: must be one of %v (ingress-nginx's http-redirect-code), got %d", ingressmanager.HTTPRedirectCodes, code)
+	}
+	return nil
 }

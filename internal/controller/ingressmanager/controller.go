@@ -3,6 +3,7 @@ package ingressmanager
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,7 +80,8 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	c.migrations = migrations{
 		loop: controller.Loop[cache.ObjectName]{Name: MigrationsName, Queue: controller.NewQueue[cache.ObjectName](MigrationsName),
 			Sync: c.syncMigration, DrainTimeout: cctx.DrainTimeout, StopNow: cctx.StopNow},
-		notes: notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
+		notes:        notes{recorder: recorder, sent: map[cache.ObjectName]sets.Set[string]{}},
+		redirectCode: cfg.HTTPRedirectCode,
 	}
 	// A held event of a name that a create's answer does not explain may be
 	// of a user's Ingress that asks to move: its key is queued too (a
@@ -87,6 +89,9 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	requeue := func(key types.NamespacedName) {
 		c.EnqueueKey(cache.ObjectName(key))
 		c.migrations.loop.Queue.Add(cache.ObjectName(key))
+		if base, ok := strings.CutSuffix(key.Name, redirectRouteSuffix); ok && base != "" {
+			c.migrations.loop.Queue.Add(cache.ObjectName{Namespace: key.Namespace, Name: base}) // a redirect route's Ingress
+		}
 	}
 	c.ingress.requeue, c.route.requeue = requeue, requeue
 	owned := cache.ResourceEventHandlerFuncs{

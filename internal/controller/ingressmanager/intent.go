@@ -297,6 +297,11 @@ type Config struct {
 	// was withdrawn from external-dns (see cutover). 0 deletes it at once,
 	// without withdrawing it.
 	DNSDrain time.Duration
+	// HTTPRedirectCode (--ingress-nginx-http-redirect-code) is the status
+	// of the redirect of plain HTTP to HTTPS that the routes of users'
+	// Ingresses carry: the http-redirect-code of the ingress-nginx that
+	// served them. 0 means DefaultHTTPRedirectCode.
+	HTTPRedirectCode int
 }
 
 // Builder parses Services into Intents (Parse). It is immutable and safe

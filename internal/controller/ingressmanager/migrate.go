@@ -122,8 +122,12 @@ type migrationInput struct {
 	// DefaultGateway, for a plan, is the Gateway of an Ingress that names
 	// none; nil: the route of such an Ingress has no parent.
 	DefaultGateway *GatewayRef
+	// RedirectCode is the status of the redirect of plain HTTP to HTTPS,
+	// ingress-nginx's http-redirect-code (--ingress-nginx-http-redirect-code);
+	// 0: DefaultHTTPRedirectCode.
+	RedirectCode int
 	// Translate is the translation of the Ingress's annotations; nil:
-	// translateIngressAnnotations.
+	// translateIngressAnnotationsRedirecting with RedirectCode.
 	Translate func(map[string]string, sets.Set[features.FeatureName]) Carried
 }
 
@@ -139,6 +143,11 @@ type Migration struct {
 	// Route is the HTTPRoute; nil when it cannot be rendered (see
 	// renderable).
 	Route *gatewayv1.HTTPRoute
+	// Redirect, when not nil, is where the HTTPS redirect goes (see
+	// migrateredirect.go): Route is then on its HTTPS listener alone, and
+	// RedirectRoute, on its plain-HTTP listeners, redirects to it.
+	Redirect      *httpsRedirectPlan
+	RedirectRoute *gatewayv1.HTTPRoute
 	// Carried is what the annotations add to the route.
 	Carried Carried
 	// Blocking are the keys the route cannot carry and
@@ -203,23 +212,32 @@ func renderMigration(in migrationInput) *Migration {
 
 	translate := in.Translate
 	if translate == nil {
-		translate = translateIngressAnnotations
+		translate = func(ann map[string]string, supported sets.Set[features.FeatureName]) Carried {
+			return translateIngressAnnotationsRedirecting(ann, supported, in.RedirectCode)
+		}
 	}
-	// The translation's order: translate, checkPaths, forOneRoute (one
-	// route is made: no HTTPS redirect route, no canary merged), the
-	// acknowledged keys left off, then applyTo the route.
+	// The translation's order: translate (ingress-nginx's default
+	// ssl-redirect taken as set), checkPaths, no canary merged, the HTTPS
+	// redirect's listeners (planHTTPSRedirect), the acknowledged keys left
+	// off, then applyTo the route, and the redirect route made from it.
 	tlsHosts := ingressTLSHosts(ing, hosts)
-	m.Carried = translate(translatedAnnotations(ann), in.Supported)
+	translated := translatedAnnotations(ann)
+	defaulted := defaultedSSLRedirect(ing, tlsHosts)
+	if defaulted {
+		translated = withDefaultSSLRedirect(translated)
+	}
+	m.Carried = translate(translated, in.Supported)
 	paths := make([]string, 0, len(entries))
 	for _, e := range entries {
 		paths = append(paths, e.value)
 	}
 	m.Carried.checkPaths(paths)
-	m.Carried.forOneRoute(len(tlsHosts) > 0)
-	blocking := slices.Clone(m.Carried.Blocking)
-	if b := defaultSSLRedirect(ing, tlsHosts); b != nil {
-		blocking = append(blocking, *b)
+	m.Carried.withoutCanary()
+	m.planHTTPSRedirect(in, hosts, tlsHosts)
+	if defaulted {
+		m.Carried.markDefaulted()
 	}
+	blocking := slices.Clone(m.Carried.Blocking)
 	if b := tlsBlocking(tlsHosts, m, in); b != nil {
 		blocking = append(blocking, *b)
 	}
@@ -236,6 +254,9 @@ func renderMigration(in migrationInput) *Migration {
 	}
 	m.Route = migrationRoute(ing, m, hosts, entries)
 	m.Carried.applyTo(m.Route)
+	if m.Redirect != nil && m.Gateway != nil {
+		m.RedirectRoute = redirectRoute(ing, *m.Gateway, m.Redirect, m.Route)
+	}
 	return m
 }
 
@@ -524,28 +545,13 @@ func ingressTLSHosts(ing *networkingv1.Ingress, hosts []string) []string {
 	return out
 }
 
-// nginxSSLRedirect is ingress-nginx's ssl-redirect key, whose default,
-// absent, is "true".
-const nginxSSLRedirect = "nginx.ingress.kubernetes.io/ssl-redirect"
-
-// defaultSSLRedirect returns why ingress-nginx's default redirect of plain
-// HTTP to HTTPS blocks the move, nil when it does not apply: the class
-// nginx redirects the TLS hosts unless ssl-redirect (or
-// force-ssl-redirect) says otherwise, and one HTTPRoute, attached to the
-// Gateway's HTTP and HTTPS listeners alike, cannot tell the two apart (a
-// second route on the HTTP listeners can). Set, the keys are the
-// translation's.
-func defaultSSLRedirect(ing *networkingv1.Ingress, tlsHosts []string) *BlockedKey {
-	_, set := ing.Annotations[nginxSSLRedirect]
-	_, force := ing.Annotations["nginx.ingress.kubernetes.io/force-ssl-redirect"]
-	if len(tlsHosts) == 0 || ingressClass(ing) != "nginx" || set || force {
-		return nil
-	}
-	return &BlockedKey{Key: nginxSSLRedirect, Why: fmt.Sprintf(
-		"is not set, and its default (\"true\") has ingress-nginx redirect plain HTTP to HTTPS for %s, which one HTTPRoute cannot: "+
-			"redirect on the Gateway side (an HTTPRoute on its HTTP listener with a RequestRedirect filter of scheme https), then acknowledge the key, or set it to \"false\"",
-		listSome(tlsHosts))}
-}
+// nginxSSLRedirect and nginxForceSSLRedirect are ingress-nginx's keys of
+// the redirect of plain HTTP to HTTPS; ssl-redirect's default, absent, is
+// "true" (see defaultedSSLRedirect).
+const (
+	nginxSSLRedirect      = "nginx.ingress.kubernetes.io/ssl-redirect"
+	nginxForceSSLRedirect = "nginx.ingress.kubernetes.io/force-ssl-redirect"
+)
 
 // tlsBlocking returns why spec.tls blocks the move, nil when it does not:
 // the Gateway terminates TLS, so each TLS host of the route needs an HTTPS
@@ -605,7 +611,11 @@ func migrationRoute(ing *networkingv1.Ingress, m *Migration, hosts []string, ent
 		Annotations: migratedAnnotations(ing),
 	}}
 	if m.Gateway != nil { // none only in a plan for an Ingress that names none
-		route.Spec.ParentRefs = []gatewayv1.ParentReference{gatewayParent(*m.Gateway, ing.Namespace, m.Listener)}
+		listener := m.Listener
+		if m.Redirect != nil {
+			listener = m.Redirect.HTTPSListener
+		}
+		route.Spec.ParentRefs = []gatewayv1.ParentReference{gatewayParent(*m.Gateway, ing.Namespace, listener)}
 	}
 	for _, h := range hosts {
 		if h != "" {

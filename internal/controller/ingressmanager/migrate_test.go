@@ -93,6 +93,7 @@ func TestRenderMigration(t *testing.T) {
 	webService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}
 	https := gatewayWith(listener("http", gatewayv1.HTTPProtocolType, ""), listener("https", gatewayv1.HTTPSProtocolType, "*.example.com"))
+	httpsOnly := gatewayWith(listener("https", gatewayv1.HTTPSProtocolType, "*.example.com"))
 	for _, tc := range []struct {
 		name       string
 		ing        *networkingv1.Ingress
@@ -189,11 +190,14 @@ func TestRenderMigration(t *testing.T) {
 			unsupport: []string{"more than an HTTPRoute's 16 rules"}},
 		{name: "TLS for a host an HTTPS listener takes: nothing blocks",
 			ing: userIngress(withTLS("shop.example.com")), gateway: https},
-		{name: "TLS of the class nginx, no ssl-redirect: ingress-nginx's default redirect to HTTPS blocks",
+		{name: "TLS of the class nginx, no ssl-redirect: ingress-nginx's default redirect to HTTPS, carried (TestMigrationHTTPSRedirect)",
 			ing: userIngress(withTLS("shop.example.com"), func(i *networkingv1.Ingress) { i.Spec.IngressClassName = ptr.To("nginx") }), gateway: https,
+			parent: &gatewayv1.ParentReference{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")), Name: "gw", SectionName: ptr.To(gatewayv1.SectionName("https"))}},
+		{name: "TLS of the class nginx, no plain-HTTP listener: ingress-nginx's default redirect to HTTPS blocks",
+			ing: userIngress(withTLS("shop.example.com"), func(i *networkingv1.Ingress) { i.Spec.IngressClassName = ptr.To("nginx") }), gateway: httpsOnly,
 			blocking: []string{nginxSSLRedirect}},
 		{name: "TLS of the class nginx, its default redirect acknowledged",
-			ing: userIngress(withTLS("shop.example.com"), withAnnotations(ingressClassAnnotation, "nginx", AnnotationGatewayAcknowledged, nginxSSLRedirect)), gateway: https,
+			ing: userIngress(withTLS("shop.example.com"), withAnnotations(ingressClassAnnotation, "nginx", AnnotationGatewayAcknowledged, nginxSSLRedirect)), gateway: httpsOnly,
 			acked: []string{nginxSSLRedirect}},
 		{name: "TLS and no HTTPS listener: spec.tls blocks",
 			ing: userIngress(withTLS("shop.example.com")), gateway: gatewayWith(listener("http", gatewayv1.HTTPProtocolType, "")),

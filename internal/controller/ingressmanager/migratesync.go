@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,8 @@ type migrations struct {
 	// states holds each opted-in Ingress's state as its last sync saw it,
 	// for the metric.
 	states sync.Map // cache.ObjectName -> string
+	// redirectCode is Config.HTTPRedirectCode.
+	redirectCode int
 }
 
 // The states of an Ingress that asks to move, as the metric names them.
@@ -91,10 +94,15 @@ func (c *Controller) enqueueMigration(obj metav1.Object) {
 			return
 		}
 	case *gatewayv1.HTTPRoute:
-		// A route made from an Ingress, or one in the place of an
-		// Ingress's that asks to move (someone else's, deleted: its
+		// A route made from an Ingress (its redirect route brings the
+		// Ingress of its name without the suffix), or one in the place of
+		// an Ingress's that asks to move (someone else's, deleted: its
 		// route can be made now).
-		if _, ok := o.Annotations[AnnotationMigratedFrom]; !ok {
+		if _, ok := o.Annotations[AnnotationMigratedFrom]; ok {
+			if base, ok := strings.CutSuffix(o.Name, redirectRouteSuffix); ok && base != "" {
+				c.migrations.loop.Queue.Add(cache.ObjectName{Namespace: o.Namespace, Name: base})
+			}
+		} else {
 			ing, err := cached[*networkingv1.Ingress](c.ingresses, cache.MetaObjectToName(o))
 			if err != nil || !migrationWanted(ing) {
 				return
@@ -259,6 +267,10 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 		warnRouteStatus(route, m.Route.Spec.ParentRefs[0], r)
 	}
 	ingress.deleteDrained = m.DeleteAfterMove
+	if ready, err := c.syncRedirectRoute(ctx, own, m, route, ingress, r); !ready || err != nil {
+		c.setState(key, stateMoving)
+		return err
+	}
 	settle := c.parentsDuringMove(ctx, own, route, m.Route)
 	served, err := move(ctx, c, own, m.Route, to, ingress, "Delete or rename it, or remove "+AnnotationGateway+" from the Ingress", r)
 	if err == nil && settle > 0 {
@@ -276,7 +288,9 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 func (c *Controller) moveBack(ctx context.Context, own owner, ingress end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration], route *gatewayv1.HTTPRoute, why string, r *report) error {
 	from := c.routeEnd(route)
 	if !from.of(own) {
-		return ingress.keep(ctx, own, why, r)
+		// The route is gone (or not this Ingress's): its redirect
+		// route has nothing left to redirect to.
+		return errors.Join(ingress.keep(ctx, own, why, r), c.deleteRedirectRoute(ctx, own, "the HTTPRoute it redirects to is gone", r))
 	}
 	_, err := move(ctx, c, own, ingress.obj, ingress, from, "", r)
 	return err
@@ -316,7 +330,7 @@ func (c *Controller) forgetMigration(key cache.ObjectName, gone bool) {
 // migrationInput gathers from the caches what the route of ing is
 // rendered from.
 func (c *Controller) migrationInput(ing *networkingv1.Ingress) migrationInput {
-	in := migrationInput{Ingress: ing, Services: map[string]*corev1.Service{}}
+	in := migrationInput{Ingress: ing, Services: map[string]*corev1.Service{}, RedirectCode: c.migrations.redirectCode}
 	for _, name := range backendServices(ing) {
 		if svc, err := cached[*corev1.Service](c.services, cache.ObjectName{Namespace: ing.Namespace, Name: name}); err == nil && svc != nil {
 			in.Services[name] = svc
@@ -361,4 +375,75 @@ func (c *Controller) reportMigrations(ctx context.Context) {
 		})
 	})()
 	<-ctx.Done()
+}
+
+// redirectRouteOf returns own's redirect route as cached (nil: none), and
+// whether it is own's.
+func (c *Controller) redirectRouteOf(own owner) (*gatewayv1.HTTPRoute, bool, error) {
+	routes, _ := c.gateway.routeCache()
+	if routes == nil {
+		return nil, false, nil
+	}
+	key := cache.ObjectName{Namespace: own.ing.Namespace, Name: redirectRouteName(own.ing.Name)}
+	live, err := cached[*gatewayv1.HTTPRoute](routes, key)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading httproute %s from the cache: %w", key, err)
+	}
+	return live, isRedirectRouteOf(live, own.ing, c.route.fieldManager), nil
+}
+
+// syncRedirectRoute converges the redirect route of a migration that
+// carries the HTTPS redirect (m.RedirectRoute), and reports whether the
+// move may go on: the redirect route is made and accepted on each of its
+// plain-HTTP listeners (redirectUntilServes), or there is none to make.
+// Until then the Ingress stays (returned to external-dns if it was
+// withdrawn), and its route is not made, nor moved onto the HTTPS
+// listener. Without a redirect, a redirect route made before is deleted
+// once route, the Ingress's, no longer needs it (deleteRedirectRoute).
+func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migration, route *gatewayv1.HTTPRoute,
+	ingress end[*networkingv1.Ingress, networkingv1ac.IngressApplyConfiguration], r *report) (bool, error) {
+	live, ours, err := c.redirectRouteOf(own)
+	if err != nil {
+		return false, err
+	}
+	if m.RedirectRoute == nil {
+		// Delete it only once the route serves on the parent it has
+		// without a redirect (the whole Gateway, or the listener named):
+		// until then its plain-HTTP requests are the redirect's.
+		if ours && (!c.routeEnd(route).of(own) || len(route.Spec.ParentRefs) > 0 &&
+			parentKey(route.Spec.ParentRefs[0], route.Namespace) == parentKey(m.Route.Spec.ParentRefs[0], route.Namespace) &&
+			untilServes(route, c.gateway.lookup) == "") {
+			return true, c.deleteRedirectRoute(ctx, own, "the HTTPRoute it redirects to serves plain HTTP itself, or is gone", r)
+		}
+		return true, nil
+	}
+	ok, wrote, err := c.route.converge(ctx, own, live, m.RedirectRoute, r,
+		fmt.Sprintf("Delete or rename it, or set %s to \"false\" on the Ingress (or list it in %s) to move without the redirect", nginxSSLRedirect, AnnotationGatewayAcknowledged))
+	if wrote {
+		return false, err
+	}
+	if !ok || err != nil {
+		why := fmt.Sprintf("HTTPRoute %s, which redirects plain HTTP to HTTPS for it, is not there yet", m.RedirectRoute.Name)
+		if err != nil {
+			why = fmt.Sprintf("HTTPRoute %s, which redirects plain HTTP to HTTPS for it, cannot be written", m.RedirectRoute.Name)
+		}
+		return false, errors.Join(err, ingress.keep(ctx, own, why, r))
+	}
+	for _, p := range live.Spec.ParentRefs {
+		warnRouteStatus(live, p, r)
+	}
+	if until := redirectUntilServes(live, c.gateway.lookup); until != "" {
+		r.normal(c.route.reasons.waiting, string(live.UID), fmt.Sprintf("Keeping Ingress %s until %s", own.ing.Name, until))
+		return false, ingress.keep(ctx, own, "it is kept until "+until, r)
+	}
+	return true, nil
+}
+
+// deleteRedirectRoute deletes own's redirect route, if it has one.
+func (c *Controller) deleteRedirectRoute(ctx context.Context, own owner, why string, r *report) error {
+	live, ours, err := c.redirectRouteOf(own)
+	if err != nil || !ours {
+		return err
+	}
+	return c.route.delete(ctx, live, why, r)
 }

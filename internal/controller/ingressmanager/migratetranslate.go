@@ -17,8 +17,15 @@ import (
 // route those are copied with a Warning (IgnoredForHTTPRoute), as the
 // Service's owner wrote them for its Ingress; a user's Ingress is read by
 // its own controller, whose behaviour the route would drop without a word.
-var translateIngressAnnotations = func(ann map[string]string, supported sets.Set[features.FeatureName]) Carried {
-	c := translate(ann, supported)
+func translateIngressAnnotations(ann map[string]string, supported sets.Set[features.FeatureName]) Carried {
+	return translateIngressAnnotationsRedirecting(ann, supported, DefaultHTTPRedirectCode)
+}
+
+// translateIngressAnnotationsRedirecting is translateIngressAnnotations
+// redirecting plain HTTP to HTTPS with redirectCode (see
+// translateRedirecting).
+func translateIngressAnnotationsRedirecting(ann map[string]string, supported sets.Set[features.FeatureName], redirectCode int) Carried {
+	c := translateRedirecting(ann, supported, redirectCode)
 	for _, k := range slices.Sorted(maps.Keys(ann)) {
 		if f := family(k); f != nil && !translated(k) {
 			c.Blocking = append(c.Blocking, BlockedKey{Key: k, Access: f.restrictsAccess(k),

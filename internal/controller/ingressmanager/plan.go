@@ -40,6 +40,9 @@ type PlanOptions struct {
 	// DNSDrain is the manager's --ingress-move-dns-drain, to tell a move
 	// that drains from one that is done.
 	DNSDrain time.Duration
+	// HTTPRedirectCode is the manager's --ingress-nginx-http-redirect-code;
+	// 0: DefaultHTTPRedirectCode.
+	HTTPRedirectCode int
 	// FieldManager is the manager's --field-manager: a route of an
 	// Ingress's name is made from it only when that field manager wrote its
 	// ingress/migrated-from; "": DefaultFieldManager.
@@ -107,7 +110,7 @@ func WritePlan(ctx context.Context, c PlanClients, o PlanOptions, w io.Writer) e
 			fmt.Fprintln(w, "---")
 		}
 		n++
-		in := migrationInput{Ingress: ing, Services: map[string]*corev1.Service{}, DefaultGateway: defaultGateway}
+		in := migrationInput{Ingress: ing, Services: map[string]*corev1.Service{}, DefaultGateway: defaultGateway, RedirectCode: o.HTTPRedirectCode}
 		for _, name := range backendServices(ing) {
 			if svc := services[cache.ObjectName{Namespace: ing.Namespace, Name: name}]; svc != nil {
 				in.Services[name] = svc
@@ -234,6 +237,17 @@ func writeIngressPlan(w io.Writer, ing *networkingv1.Ingress, m *Migration, serv
 		return fmt.Errorf("encoding the route of ingress %s/%s: %w", ing.Namespace, ing.Name, err)
 	}
 	b.Write(data)
+	if m.RedirectRoute != nil {
+		out := m.RedirectRoute.DeepCopy()
+		out.APIVersion, out.Kind = gatewayv1.GroupVersion.String(), "HTTPRoute"
+		if data, err = routeYAML(out); err != nil {
+			return fmt.Errorf("encoding the redirect route of ingress %s/%s: %w", ing.Namespace, ing.Name, err)
+		}
+		line("  The HTTPS redirect: HTTPRoute %s above is on HTTPS listener %s alone; HTTPRoute %s below redirects plain HTTP to it on %s %s.",
+			m.Route.Name, m.Redirect.HTTPSListener, out.Name, plural(len(m.Redirect.HTTPListeners), "listener", "listeners"), strings.Join(m.Redirect.HTTPListeners, ", "))
+		b.WriteString("---\n")
+		b.Write(data)
+	}
 	_, err = io.WriteString(w, b.String())
 	return err
 }

@@ -1,6 +1,7 @@
 package ingressmanager
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -203,12 +204,18 @@ var translationRows = []TranslationRow{
 		Features: []features.FeatureName{
 			features.SupportHTTPRouteSchemeRedirect, features.SupportHTTPRoute308RedirectStatusCode,
 		},
-		Renders: "`HTTPSRedirect`: a second HTTPRoute, on the Gateway's plain-HTTP listeners, whose rules answer `RequestRedirect` " +
-			"scheme `https`, status 308 (ingress-nginx's default `http-redirect-code`); `false` renders nothing. ingress-nginx drops a " +
-			"trailing `/` from the redirected path unless `preserve-trailing-slash` is `true`; the Gateway keeps the path as it is. " +
-			"A Service's HTTPRoute does not carry it: with `force-ssl-redirect`, or `ssl-redirect` and `ingress/tls-secret`, the key blocks",
-		Docs:  nginxDocs + "#server-side-https-enforcement-through-redirect",
-		Proof: []string{"TestTranslateRows/ssl-redirect", "TestTranslateBadValues", "TestServiceRouteCarries"},
+		Renders: "`HTTPSRedirect`, on a migrated Ingress: its HTTPRoute goes on the Gateway's one HTTPS listener that takes all its hosts " +
+			"(or the one `ingress/gateway-listener` names), and a second HTTPRoute, `<name>-https-redirect`, on every plain-HTTP listener " +
+			"that takes them, answers each path of the first with `RequestRedirect` scheme `https`, status `--ingress-nginx-http-redirect-code` " +
+			"(ingress-nginx's `http-redirect-code`, 308 by default; 307 and 308 need the class to list them); it is made and accepted before the first is moved, never in external-dns, and deleted with it. " +
+			"On an Ingress of the class `nginx` with `spec.tls`, `ssl-redirect` absent is its default, `true`. `false`, or no TLS host " +
+			"(without `force-ssl-redirect`), renders nothing. It blocks when some hosts have TLS and others not (`ssl-redirect`), when no " +
+			"single HTTPS listener takes every host, or no plain-HTTP listener any. ingress-nginx drops a trailing `/` from the redirected " +
+			"path unless `preserve-trailing-slash` is `true`; the Gateway keeps the path as it is. A Service's HTTPRoute does not carry it: " +
+			"with `force-ssl-redirect`, or `ssl-redirect` and `ingress/tls-secret`, the key blocks",
+		Docs: nginxDocs + "#server-side-https-enforcement-through-redirect",
+		Proof: []string{"TestTranslateRows/ssl-redirect", "TestTranslateBadValues", "TestServiceRouteCarries",
+			"TestMigrationHTTPSRedirect", "TestMigrationRedirectSync"},
 		apply: (*translator).httpsRedirect,
 	},
 	{
@@ -410,10 +417,25 @@ func (u UntranslatableKeys) matchesKey(key string) bool {
 // It is a pure function of its arguments and never fails: a bad value
 // blocks its key, saying what is wrong.
 func translate(ann map[string]string, supported sets.Set[features.FeatureName]) Carried {
+	return translateRedirecting(ann, supported, DefaultHTTPRedirectCode)
+}
+
+// DefaultHTTPRedirectCode is ingress-nginx's default http-redirect-code,
+// the status of its redirect of plain HTTP to HTTPS.
+const DefaultHTTPRedirectCode = 308
+
+// HTTPRedirectCodes are the values of ingress-nginx's http-redirect-code
+// (its ConfigMap) a route can redirect with.
+var HTTPRedirectCodes = []int{301, 302, 307, 308}
+
+// translateRedirecting is translate with redirectCode, ingress-nginx's
+// http-redirect-code, as the status of the redirect of plain HTTP to HTTPS
+// (one of HTTPRedirectCodes; 0: the default).
+func translateRedirecting(ann map[string]string, supported sets.Set[features.FeatureName], redirectCode int) Carried {
 	if !anyTranslated(ann) {
 		return Carried{verified: supported != nil}
 	}
-	t := &translator{ann: map[string]string{}, supported: supported, done: map[string]bool{}, blocked: map[string]bool{}}
+	t := &translator{ann: map[string]string{}, supported: supported, done: map[string]bool{}, blocked: map[string]bool{}, redirectCode: redirectCode}
 	t.c.Effects = map[string]string{}
 	t.c.keyFeatures = map[string][]features.FeatureName{}
 	t.c.verified = supported != nil
@@ -463,6 +485,23 @@ type translator struct {
 	// value with many bad entries is said once, not once an entry).
 	blocked map[string]bool
 	c       Carried
+	// redirectCode is the status of the redirect of plain HTTP to HTTPS
+	// (ingress-nginx's http-redirect-code); 0: DefaultHTTPRedirectCode.
+	redirectCode int
+}
+
+// redirectCodeFeature is the extended feature a redirect with code needs,
+// "" for the core codes (301, 302).
+func redirectCodeFeature(code int) features.FeatureName {
+	switch code {
+	case 303:
+		return features.SupportHTTPRoute303RedirectStatusCode
+	case 307:
+		return features.SupportHTTPRoute307RedirectStatusCode
+	case 308:
+		return features.SupportHTTPRoute308RedirectStatusCode
+	}
+	return ""
 }
 
 // get returns the value of an unread key of the row, and marks it read.
@@ -638,19 +677,38 @@ func (c *Carried) forOneRoute(tls bool) {
 	if r := c.HTTPSRedirect; r != nil {
 		if r.Force || tls {
 			c.uncarry(httpsRedirectKeys, "asks for a redirect of plain HTTP to HTTPS, which takes a second HTTPRoute on the Gateway's "+
-				"plain-HTTP listeners where the controller makes one route: redirect on the Gateway side (an HTTPRoute on its HTTP "+
+				"plain-HTTP listeners where the controller makes one route for a Service: redirect on the Gateway side (an HTTPRoute on its HTTP "+
 				"listener with a RequestRedirect filter of scheme https), then acknowledge the key")
 		} else {
-			for _, k := range httpsRedirectKeys {
-				if _, ok := c.Effects[k]; ok {
-					c.Effects[k] = "nothing: ingress-nginx redirects only hosts with TLS, and there is none (no ingress/tls-secret or spec.tls)"
-					c.keyFeatures[k] = nil
-				}
-			}
-			c.recount()
+			c.noHTTPSRedirect("nothing: ingress-nginx redirects only hosts with TLS, and there is none (no ingress/tls-secret or spec.tls)")
 		}
-		c.HTTPSRedirect = nil
 	}
+	c.withoutCanary()
+}
+
+// noHTTPSRedirect drops the HTTPS redirect: its keys carried render
+// nothing, for why.
+func (c *Carried) noHTTPSRedirect(why string) {
+	for _, k := range httpsRedirectKeys {
+		if _, ok := c.Effects[k]; ok {
+			c.Effects[k] = why
+			c.keyFeatures[k] = nil
+		}
+	}
+	c.HTTPSRedirect = nil
+	c.recount()
+}
+
+// blockHTTPSRedirect drops the HTTPS redirect: its keys carried block, for
+// why.
+func (c *Carried) blockHTTPSRedirect(why string) {
+	c.HTTPSRedirect = nil
+	c.uncarry(httpsRedirectKeys, why)
+}
+
+// withoutCanary takes a canary out of c: no Gateway merges one route
+// with another, and a canary's share joins the main Ingress's route.
+func (c *Carried) withoutCanary() {
 	if c.Canary != nil {
 		c.uncarry(canaryKeys, "makes the Ingress a canary, which ingress-nginx merges into the main Ingress of its host and path, "+
 			"where a Gateway merges no route with another: weight both backends in one route's backendRefs, then acknowledge the key")
@@ -783,11 +841,16 @@ func (t *translator) httpsRedirect() {
 		t.carryAll(on, "nothing: no redirect to HTTPS")
 		return
 	}
-	if !t.supports(on, features.SupportHTTPRouteSchemeRedirect, features.SupportHTTPRoute308RedirectStatusCode) {
+	code := cmp.Or(t.redirectCode, DefaultHTTPRedirectCode)
+	fs := []features.FeatureName{features.SupportHTTPRouteSchemeRedirect}
+	if f := redirectCodeFeature(code); f != "" {
+		fs = append(fs, f)
+	}
+	if !t.supports(on, fs...) {
 		return
 	}
-	t.c.HTTPSRedirect = &HTTPSRedirect{StatusCode: 308, Force: force}
-	effect := "a redirect of plain HTTP to HTTPS (308)"
+	t.c.HTTPSRedirect = &HTTPSRedirect{StatusCode: code, Force: force}
+	effect := fmt.Sprintf("a redirect of plain HTTP to HTTPS (%d)", code)
 	if !force && sslSet {
 		effect += " for hosts with TLS"
 	}
@@ -874,13 +937,8 @@ func (t *translator) redirect() {
 	if filter.Port != nil {
 		fs = append(fs, features.SupportHTTPRoutePortRedirect)
 	}
-	switch code {
-	case 303:
-		fs = append(fs, features.SupportHTTPRoute303RedirectStatusCode)
-	case 307:
-		fs = append(fs, features.SupportHTTPRoute307RedirectStatusCode)
-	case 308:
-		fs = append(fs, features.SupportHTTPRoute308RedirectStatusCode)
+	if f := redirectCodeFeature(code); f != "" {
+		fs = append(fs, f)
 	}
 	if !t.supports(on, fs...) {
 		return

@@ -388,7 +388,13 @@ func (tr *Traefik) Do(ctx context.Context, addr, method, host, path string, head
 // with host as the TLS server name (SNI). The certificate is not verified
 // here; Response.Certificate is the one Traefik presented.
 func (tr *Traefik) GetTLS(ctx context.Context, host, path string) (Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+tr.HTTPSAddr+path, nil)
+	return tr.GetTLSAt(ctx, tr.HTTPSAddr, host, path)
+}
+
+// GetTLSAt is GetTLS through the entrypoint addr: GatewayAddrs[i] for a
+// Gateway's HTTPS listener on GatewayPortAt(i).
+func (tr *Traefik) GetTLSAt(ctx context.Context, addr, host, path string) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
 	if err != nil {
 		return Response{}, err
 	}
