@@ -38,7 +38,9 @@ func translationReference(_ string, files map[string][]byte) error {
 		fmt.Fprintf(&b, "| **%s**: %s | %s | %s | %s | [%s docs](%s) | %s |\n", cell(row.Title), codeList("", row.Keys),
 			cell(row.Reader), feats, cell(row.Renders), cell(row.Reader), row.Docs, codeList("", row.Proof))
 	}
-	b.WriteString("\nProofs name tests of `internal/controller/ingressmanager` (`go test ./internal/controller/ingressmanager/ -run <name>`); " +
+	b.WriteString("\nProofs name tests of `internal/controller/ingressmanager` (`go test ./internal/controller/ingressmanager/ -run <name>`), " +
+		"and, as `traffic:<name>`, tests of `test/integration/traffic`, whose requests go through Traefik, the before side served by its " +
+		"`kubernetesIngressNGINX` provider where it implements the row, the after side by its Gateway provider (`make test` runs both); " +
 		"`FuzzTranslate` checks every rendering against the HTTPRoute CRD's patterns and rules.\n\n" +
 		"## Blocking\n\n" +
 		"A key ending in `*` stands for every key that starts with what precedes it; one with `*` inside, for every key of that " +

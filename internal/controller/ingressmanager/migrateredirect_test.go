@@ -324,7 +324,9 @@ func TestMigrationRedirectSync(t *testing.T) {
 		{name: "the redirect no longer asked, the route not yet off the HTTPS listener: the route rewritten, the redirect route kept",
 			ing: tlsIngress(noRedirect), rendered: tlsIngress(), ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
 			route: []func(*gatewayv1.HTTPRoute){onHTTPS, servedOnEachParent(1)}, redirect: []func(*gatewayv1.HTTPRoute){servedOnEachParent(1)},
-			want: []string{"patch httproutes"}, events: []string{ReasonHTTPRouteUpdated}, state: stateMoving},
+			// Two patches of the route: its fields moved to server-side
+			// apply (the fixture made it by Update), then the apply.
+			want: []string{"patch httproutes", "patch httproutes"}, events: []string{ReasonHTTPRouteUpdated}, state: stateMoving},
 		{name: "the redirect no longer asked, the route serving on the whole Gateway: the redirect route deleted",
 			ing: tlsIngress(noRedirect), ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
 			route: []func(*gatewayv1.HTTPRoute){servedOnEachParent(1)}, redirect: []func(*gatewayv1.HTTPRoute){servedOnEachParent(1)},
@@ -384,6 +386,10 @@ func TestMigrationRedirectSync(t *testing.T) {
 				case k8stesting.DeleteActionImpl:
 					if a.Resource.Resource == "httproutes" && a.Name != "web-https-redirect" {
 						t.Errorf("deleted HTTPRoute %s", a.Name)
+					}
+				case k8stesting.PatchActionImpl:
+					if a.Resource.Resource == "httproutes" && a.Name != "web" {
+						t.Errorf("patched HTTPRoute %s", a.Name)
 					}
 				}
 			}

@@ -267,9 +267,11 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 		warnRouteStatus(route, m.Route.Spec.ParentRefs[0], r)
 	}
 	ingress.deleteDrained = m.DeleteAfterMove
-	if ready, err := c.syncRedirectRoute(ctx, own, m, route, ingress, r); !ready || err != nil {
-		c.setState(key, stateMoving)
-		return err
+	if !foreign { // someone else's route in the way: move says so, and nothing is made
+		if ready, err := c.syncRedirectRoute(ctx, own, m, route, ingress, r); !ready || err != nil {
+			c.setState(key, stateMoving)
+			return err
+		}
 	}
 	settle := c.parentsDuringMove(ctx, own, route, m.Route)
 	served, err := move(ctx, c, own, m.Route, to, ingress, "Delete or rename it, or remove "+AnnotationGateway+" from the Ingress", r)

@@ -215,7 +215,7 @@ var translationRows = []TranslationRow{
 			"with `force-ssl-redirect`, or `ssl-redirect` and `ingress/tls-secret`, the key blocks",
 		Docs: nginxDocs + "#server-side-https-enforcement-through-redirect",
 		Proof: []string{"TestTranslateRows/ssl-redirect", "TestTranslateBadValues", "TestServiceRouteCarries",
-			"TestMigrationHTTPSRedirect", "TestMigrationRedirectSync"},
+			"TestMigrationHTTPSRedirect", "TestMigrationRedirectSync", "traffic:TestNginxRedirectOnTheGateway"},
 		apply: (*translator).httpsRedirect,
 	},
 	{
@@ -233,7 +233,7 @@ var translationRows = []TranslationRow{
 			"user info, an nginx variable or no http(s) scheme blocks; so does a code the Gateway API has no value for (300, 304, 305, 306) " +
 			"or one ingress-nginx replaces by its default (outside 300-308, 300-307 for temporal)",
 		Docs:  nginxDocs + "#permanent-redirect",
-		Proof: []string{"TestTranslateRows/permanent-redirect", "TestTranslateRows/temporal-redirect", "TestTranslateBadValues", "TestServiceRouteCarries"},
+		Proof: []string{"TestTranslateRows/permanent-redirect", "TestTranslateRows/temporal-redirect", "TestTranslateBadValues", "TestServiceRouteCarries", "traffic:TestNginxRowsOnTheGateway"},
 		apply: (*translator).redirect,
 	},
 	{
@@ -244,7 +244,7 @@ var translationRows = []TranslationRow{
 		Renders: "a rule of its own, first: `Exact` `/` answered by `RequestRedirect` to the path (`ReplaceFullPath`), status 302, " +
 			"as ingress-nginx does for `/` on the whole host (whose Location drops a query string a Gateway may keep)",
 		Docs:  nginxDocs + "#rewrite",
-		Proof: []string{"TestTranslateRows/app-root", "TestTranslateBadValues", "TestServiceRouteCarries"},
+		Proof: []string{"TestTranslateRows/app-root", "TestTranslateBadValues", "TestServiceRouteCarries", "traffic:TestNginxRowsOnTheGateway"},
 		apply: (*translator).appRoot,
 	},
 	{
@@ -258,7 +258,7 @@ var translationRows = []TranslationRow{
 			"with regular-expression characters blocks, and `/api` also takes `/apis` there. A target with `$1`-style capture groups " +
 			"or nginx variables, and `use-regex: true`, block; `use-regex: false` renders nothing",
 		Docs:  nginxDocs + "#rewrite",
-		Proof: []string{"TestTranslateRows/rewrite-target", "TestTranslateRewritePaths", "TestTranslateBadValues", "TestServiceRouteCarries"},
+		Proof: []string{"TestTranslateRows/rewrite-target", "TestTranslateRewritePaths", "TestTranslateBadValues", "TestServiceRouteCarries", "traffic:TestNginxRowsOnTheGateway"},
 		apply: (*translator).rewriteTarget,
 	},
 	{
@@ -268,7 +268,7 @@ var translationRows = []TranslationRow{
 		Features: []features.FeatureName{features.SupportHTTPRouteHostRewrite},
 		Renders:  "the `hostname` of the rule's `URLRewrite` filter (the one of `rewrite-target`, if any): the `Host` header sent to the backend",
 		Docs:     nginxDocs + "#custom-nginx-upstream-vhost",
-		Proof:    []string{"TestTranslateRows/upstream-vhost", "TestTranslateBadValues"},
+		Proof:    []string{"TestTranslateRows/upstream-vhost", "TestTranslateBadValues", "traffic:TestNginxRowsOnTheGateway"},
 		apply:    (*translator).upstreamVhost,
 	},
 	{
@@ -277,7 +277,7 @@ var translationRows = []TranslationRow{
 		Keys:    nginx("x-forwarded-prefix"),
 		Renders: "a `RequestHeaderModifier` filter setting `X-Forwarded-Prefix`, in rules that rewrite (ingress-nginx sends it only with `rewrite-target`); without a rewrite it renders nothing",
 		Docs:    nginxDocs + "#x-forwarded-prefix-header",
-		Proof:   []string{"TestTranslateRows/x-forwarded-prefix", "TestTranslateRewritePaths", "TestTranslateBadValues"},
+		Proof:   []string{"TestTranslateRows/x-forwarded-prefix", "TestTranslateRewritePaths", "TestTranslateBadValues", "traffic:TestNginxRowsOnTheGateway"},
 		apply:   (*translator).xForwardedPrefix,
 	},
 	{

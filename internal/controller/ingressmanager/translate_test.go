@@ -518,7 +518,20 @@ func TestTranslationTable(t *testing.T) {
 // by name.
 func packageTests(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob("*_test.go")
+	out := testsIn(t, ".", "")
+	maps.Copy(out, testsIn(t, filepath.Join("..", "..", "..", "test", "integration", "traffic"), trafficProof))
+	return out
+}
+
+// trafficProof prefixes the proofs that are tests of
+// test/integration/traffic, through a real data plane.
+const trafficProof = "traffic:"
+
+// testsIn returns the source of each Test function of the test files of
+// dir, by name with prefix.
+func testsIn(t *testing.T, dir, prefix string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +548,7 @@ func packageTests(t *testing.T) map[string]string {
 		}
 		for _, d := range f.Decls {
 			if fn, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fn.Name.Name, "Test") {
-				out[fn.Name.Name] = string(src[fset.Position(fn.Pos()).Offset:fset.Position(fn.End()).Offset])
+				out[prefix+fn.Name.Name] = string(src[fset.Position(fn.Pos()).Offset:fset.Position(fn.End()).Offset])
 			}
 		}
 	}

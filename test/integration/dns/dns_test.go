@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,6 +32,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/kube-sample/controller-manager/internal/app"
 	"github.com/kube-sample/controller-manager/internal/controller/ingressmanager"
 	"github.com/kube-sample/controller-manager/test/integration/framework"
 	"github.com/kube-sample/controller-manager/test/integration/framework/dataplane"
@@ -116,33 +118,100 @@ func TestRecordFollowsTheMove(t *testing.T) {
 func TestRecordFollowsAUsersIngress(t *testing.T) {
 	const settle, drain = time.Second, 8 * time.Second
 	d := setup(t, settle, drain)
-	client, ns, gw, zone := d.client, d.ns, d.gw, d.zone
-	host := d.host("web")
-	d.service("web", nil)
+	host, m, start := d.moveUsersIngress("web")
+	waitRecord(t, d.zone, host, gatewayIP, timeout, "the record moved to the Gateway")
+	gone := waitGone(t, framework.Get(d.client.NetworkingV1().Ingresses(d.ns).Get, "web"), drain+timeout, "the Ingress deleted after the drain")
+	m.check(start, gone, drain)
+	waitServes(t, traefik.GetGateway, host, "the route made from the Ingress, the Ingress gone")
+	d.noGap(host)
+}
+
+// restart stops the manager, as a kill would (nothing it holds in memory
+// survives), and starts a new one with the settle time and DNS drain.
+func (d *dnsEnv) restart(settle, drain time.Duration) {
+	d.t.Helper()
+	if err := d.mgr.Stop(); err != nil {
+		d.t.Fatalf("stopping the manager: %v", err)
+	}
+	o := *d.o
+	o.IngressMoveSettle, o.IngressMoveDNSDrain = settle, drain
+	d.mgr, d.o = framework.StartManager(d.t, cfg, &o), &o
+}
+
+// moveUsersIngress creates Service name and a user's Ingress of its name
+// for its host (no Service controls it), waits until the Ingress serves
+// and has its record, then asks it to move to Gateway gw, to be deleted
+// once drained. It returns the host, the mover following the record, and
+// when the move was asked.
+func (d *dnsEnv) moveUsersIngress(name string) (string, *mover, time.Time) {
+	t := d.t
+	t.Helper()
+	host := d.host(name)
+	d.service(name, nil)
 	ing := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{"example.com/team": "shop"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: name, Annotations: map[string]string{"example.com/team": "shop"}},
 		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host,
 			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
 				Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
-				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}},
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Number: 80}}},
 			}}}}}}},
 	}
-	if _, err := client.NetworkingV1().Ingresses(ns).Create(context.Background(), ing, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+	if _, err := d.client.NetworkingV1().Ingresses(d.ns).Create(context.Background(), ing, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatal(err)
 	}
 	waitServes(t, traefik.Get, host, "the user's Ingress")
-	waitRecord(t, zone, host, ingressIP, timeout, "the record of the user's Ingress")
+	waitRecord(t, d.zone, host, ingressIP, timeout, "the record of the user's Ingress")
 
-	m := &mover{t: t, zone: zone, client: client, gw: gw, ns: ns, host: host}
-	zone.OnChange(m.onChange)
+	m := &mover{t: t, zone: d.zone, client: d.client, gw: d.gw, ns: d.ns, host: host}
+	d.zone.OnChange(m.onChange)
 	start := time.Now()
 	m.expect(gatewayIP, "Ingress", traefik.Get, traefik.GetGateway)
 	patch := []byte(`{"metadata":{"annotations":{"` + ingressmanager.AnnotationGateway + `":"gw","` + ingressmanager.AnnotationDeleteAfterMove + `":"true"}}}`)
-	if _, err := client.NetworkingV1().Ingresses(ns).Patch(context.Background(), "web", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"}); err != nil {
+	if _, err := d.client.NetworkingV1().Ingresses(d.ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"}); err != nil {
 		t.Fatal(err)
 	}
-	waitRecord(t, zone, host, gatewayIP, timeout, "the record moved to the Gateway")
-	gone := waitGone(t, framework.Get(client.NetworkingV1().Ingresses(ns).Get, "web"), drain+timeout, "the Ingress deleted after the drain")
+	return host, m, start
+}
+
+// TestUsersIngressMoveSurvivesRestarts: the manager stopped, as a kill
+// would, twice in a user's Ingress's move, once its route serves but
+// before the settle time let it withdraw the Ingress, and once mid-drain,
+// resumes from what the API server holds: external-dns moves the record
+// once, when the route serves; no state of the zone lacks the record;
+// the Ingress goes only after a whole drain.
+func TestUsersIngressMoveSurvivesRestarts(t *testing.T) {
+	const drain = 8 * time.Second
+	d := setup(t, time.Hour, drain) // a settle time the first manager never sees pass: it never withdraws
+	host, m, start := d.moveUsersIngress("web")
+	framework.WaitObject(t, "the route made and accepted by Traefik", framework.Get(d.gw.GatewayV1().HTTPRoutes(d.ns).Get, "web"), func(r *gatewayv1.HTTPRoute) error {
+		for _, p := range r.Status.Parents {
+			if string(p.ControllerName) == dataplane.GatewayController && apimeta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionAccepted)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("status %+v", r.Status.Parents)
+	})
+	waitServes(t, traefik.GetGateway, host, "the route, the Ingress not withdrawn yet")
+	if ing, err := d.client.NetworkingV1().Ingresses(d.ns).Get(context.Background(), "web", metav1.GetOptions{}); err != nil || ing.Annotations[ingressmanager.AnnotationDNSWithdrawn] != "" {
+		t.Fatalf("the Ingress withdrawn within the first manager's settle time (%v): %v", err, ing.GetAnnotations())
+	}
+	d.restart(time.Second, drain)
+	withdrawn := framework.WaitObject(t, "the Ingress withdrawn by the second manager", framework.Get(d.client.NetworkingV1().Ingresses(d.ns).Get, "web"), func(i *networkingv1.Ingress) error {
+		if _, ok := i.Annotations[ingressmanager.AnnotationDNSWithdrawn]; !ok {
+			return fmt.Errorf("annotations %v", i.Annotations)
+		}
+		return nil
+	})
+	d.restart(time.Second, drain) // mid-drain
+	waitRecord(t, d.zone, host, gatewayIP, timeout, "the record moved to the Gateway")
+	gone := waitGone(t, framework.Get(d.client.NetworkingV1().Ingresses(d.ns).Get, "web"), drain+timeout, "the Ingress deleted after the drain")
+	at, err := time.Parse(time.RFC3339Nano, withdrawn.Annotations[ingressmanager.AnnotationDNSWithdrawn])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone.Sub(at) < drain {
+		t.Errorf("the Ingress was deleted %v after its withdrawal, less than the drain %v: the restart cut it short", gone.Sub(at), drain)
+	}
 	m.check(start, gone, drain)
 	waitServes(t, traefik.GetGateway, host, "the route made from the Ingress, the Ingress gone")
 	d.noGap(host)
@@ -158,6 +227,9 @@ type dnsEnv struct {
 	gw     gatewayclient.Interface
 	zone   *dataplane.DNSRecorder
 	xdns   *dataplane.ExternalDNS
+	// mgr is the running manager, o its options.
+	mgr *framework.Manager
+	o   *app.Options
 }
 
 // setup sets up a dnsEnv whose manager moves with the given settle time
@@ -169,7 +241,7 @@ func setup(t *testing.T, settle, drain time.Duration) *dnsEnv {
 	o := framework.ControllerOptions(ns, "ingress-manager")
 	o.IngressHostTemplate = "{{.Name}}.{{.Namespace}}.example.com"
 	o.IngressMoveSettle, o.IngressMoveDNSDrain = settle, drain
-	framework.StartManager(t, cfg, o)
+	mgr := framework.StartManager(t, cfg, o)
 	gw := traefik.Gateway(t, cfg, ns, "gw")
 
 	zone, err := dataplane.StartDNSRecorder(ns + ".example.com")
@@ -195,7 +267,7 @@ func setup(t *testing.T, settle, drain time.Duration) *dnsEnv {
 		}
 		xdns.Stop()
 	})
-	return &dnsEnv{t: t, client: client, ns: ns, gw: gw, zone: zone, xdns: xdns}
+	return &dnsEnv{t: t, client: client, ns: ns, gw: gw, zone: zone, xdns: xdns, mgr: mgr, o: o}
 }
 
 // host is the host the manager gives Service name.

@@ -102,6 +102,12 @@ func TestMigrateHTTPSRedirect(t *testing.T) {
 		ptr.Deref(rules[0].Filters[0].RequestRedirect.Scheme, "") != "https" || ptr.Deref(rules[0].Filters[0].RequestRedirect.StatusCode, 0) != 308 {
 		t.Errorf("redirect rules %+v, want one redirecting to https with 308", rules)
 	}
+	// A sync while the redirect route is not accepted (an edit of the
+	// Ingress brings one): it waits, and makes no route.
+	syncs := e.M.Syncs(ingressmanager.MigrationsName, e.NS, "web")
+	e.annotateIngress("web", map[string]*string{"example.com/note": ptr.To("moving")})
+	orig.Annotations["example.com/note"] = "moving"
+	e.M.WaitSynced(t, ingressmanager.MigrationsName, e.NS, "web", syncs+1)
 	e.waitIngressEvent("web", corev1.EventTypeNormal, "WaitingForHTTPRoute", "Keeping Ingress web until", "listener http")
 	if e.routeExists("web") {
 		t.Fatal("the route was made before its redirect route was accepted")
