@@ -152,6 +152,14 @@ func (n *notes) publish(svc eventObject, r *report, complete bool) {
 	}
 }
 
+// has reports whether events were sent for key that may still be held
+// (publish forgets them once a complete report has none).
+func (n *notes) has(key cache.ObjectName) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sent[key].Len() > 0
+}
+
 func (n *notes) forget(key cache.ObjectName) {
 	n.mu.Lock()
 	delete(n.sent, key)

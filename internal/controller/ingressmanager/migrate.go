@@ -65,6 +65,11 @@ const (
 	// ReasonInvalidDeleteAfterMove (Warning): ingress/delete-after-move is
 	// neither "true" nor "false"; the Ingress is kept.
 	ReasonInvalidDeleteAfterMove = "InvalidDeleteAfterMove"
+	// ReasonGatewayOnServiceIngress (Warning, on the Ingress): the
+	// Ingress a Service controls carries ingress/gateway, which is read
+	// only on a Service or on a user's own Ingress: that Service moves its
+	// Ingress by its own annotations.
+	ReasonGatewayOnServiceIngress = "GatewayAnnotationIgnored"
 	// ReasonMovedToHTTPRoute (Normal): the Ingress moved to its HTTPRoute
 	// and its DNS drain passed; it stays, withdrawn from external-dns (with
 	// ingress/delete-after-move: "true" it is deleted instead).

@@ -87,10 +87,13 @@ func indexByMigrationTarget(obj any) ([]string, error) {
 func (c *Controller) enqueueMigration(obj metav1.Object) {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
-		if serviceControlled(o) {
-			return
-		}
-		if _, ok := o.Annotations[AnnotationGateway]; !ok && !withdrawalMarked(o) && !c.hasMigratedRoute(o) {
+		_, asks := o.Annotations[AnnotationGateway]
+		switch {
+		case serviceControlled(o):
+			if !asks && !c.migrations.notes.has(cache.MetaObjectToName(o)) {
+				return // nothing to say of it (see warnGatewayOnServiceIngress)
+			}
+		case !asks && !withdrawalMarked(o) && !c.hasMigratedRoute(o):
 			return
 		}
 	case *gatewayv1.HTTPRoute:
@@ -207,7 +210,12 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 			return fmt.Errorf("reading httproute %s from the cache: %w", key, err)
 		}
 	}
-	if ing == nil || isBeingDeleted(ing) || serviceControlled(ing) {
+	if ing != nil && !isBeingDeleted(ing) && serviceControlled(ing) {
+		c.forgetMigration(key, false)
+		c.warnGatewayOnServiceIngress(ing)
+		return nil
+	}
+	if ing == nil || isBeingDeleted(ing) {
 		c.forgetMigration(key, ing == nil)
 		if ing == nil && route != nil && metav1.GetControllerOfNoCopy(route) == nil && route.Annotations[AnnotationMigratedFrom] != "" &&
 			ownsAnnotation(route, c.route.fieldManager, AnnotationMigratedFrom) {
@@ -280,6 +288,20 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 	}
 	c.setState(key, c.movingState(ing, foreign, served))
 	return err
+}
+
+// warnGatewayOnServiceIngress tells, by a Warning on the Ingress, that
+// the ingress/gateway it carries is not read: a Service controls it, and
+// moves it by the Service's own annotations. Once, while it is there.
+func (c *Controller) warnGatewayOnServiceIngress(ing *networkingv1.Ingress) {
+	r := &report{}
+	if _, ok := ing.Annotations[AnnotationGateway]; ok {
+		svc := metav1.GetControllerOfNoCopy(ing).Name
+		r.warn(ReasonGatewayOnServiceIngress, "present", fmt.Sprintf(
+			"%s on Ingress %s is not read: Service %s controls it and moves it to an HTTPRoute by its own annotations; set %s on Service %s instead, and remove it here",
+			AnnotationGateway, ing.Name, svc, AnnotationGateway, svc))
+	}
+	c.migrations.notes.publish(ing, r, true)
 }
 
 // moveBack moves a user's Ingress's traffic back from the route made from

@@ -147,10 +147,10 @@ func TestMigrationSync(t *testing.T) {
 		{name: "no longer asking, someone else's route: nothing",
 			ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress}, route: []func(*gatewayv1.HTTPRoute){servedAt(1), usersRoute}},
 		{name: "never asking: nothing", ing: userIngress(optedOut), ingress: []func(*networkingv1.Ingress){withAddress}},
-		{name: "a Service's own Ingress: not a migration",
+		{name: "a Service's own Ingress: not a migration; its ingress/gateway said to be ignored",
 			ing: userIngress(func(i *networkingv1.Ingress) {
 				i.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "web", UID: testUID, Controller: ptr.To(true)}}
-			})},
+			}), events: []string{ReasonGatewayOnServiceIngress}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newCutoverFixture(t, testDrain)
@@ -238,7 +238,7 @@ func TestMigrationHandlers(t *testing.T) {
 	asking := userIngress()
 	other := userIngress(func(i *networkingv1.Ingress) { i.Name, i.UID, i.Annotations = "plain", "plain-uid", nil })
 	owned := userIngress(func(i *networkingv1.Ingress) {
-		i.Name = "owned"
+		i.Name, i.Annotations = "owned", nil // with ingress/gateway it is queued to be warned of (TestGatewayOnServiceIngressWarns)
 		i.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "owned", UID: "s", Controller: ptr.To(true)}}
 	})
 	for _, ing := range []*networkingv1.Ingress{asking, other, owned} {
@@ -464,5 +464,62 @@ func TestMigrationIngressGoneForgedRoute(t *testing.T) {
 	}
 	if got := f.writes(); len(got) != 0 {
 		t.Errorf("writes = %q to a route the controller did not make", got)
+	}
+}
+
+// TestGatewayOnServiceIngressWarns: ingress/gateway on the Ingress a
+// Service controls is not read (the Service moves it by its own
+// annotations): its events queue it, its sync writes nothing and says so
+// once by a Warning on the Ingress; removed, the Ingress's events no
+// longer queue it.
+func TestGatewayOnServiceIngressWarns(t *testing.T) {
+	f := newCutoverFixture(t, testDrain)
+	owned := func(i *networkingv1.Ingress) {
+		i.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "web", UID: testUID, Controller: ptr.To(true)}}
+	}
+	ing := f.addUserIngress(userIngress(owned), withAddress)
+	f.clearActions()
+	queued := func() bool {
+		n := f.c.migrations.loop.Queue.Len()
+		for f.c.migrations.loop.Queue.Len() > 0 {
+			k, _ := f.c.migrations.loop.Queue.Get()
+			f.c.migrations.loop.Queue.Done(k)
+		}
+		return n > 0
+	}
+	f.c.enqueueOwned(ing)
+	if !queued() {
+		t.Fatal("a Service's Ingress with ingress/gateway is not queued")
+	}
+	for range 2 {
+		if err := f.syncMigration(ing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := f.events()
+	if len(events) != 1 || !strings.Contains(events[0], ReasonGatewayOnServiceIngress) || !strings.Contains(events[0], "set ingress/gateway on Service web") {
+		t.Errorf("Events %q, want one %s naming Service web", events, ReasonGatewayOnServiceIngress)
+	}
+	if got := f.writes(); len(got) != 0 {
+		t.Errorf("writes %q, want none", got)
+	}
+	plain := ing.DeepCopy()
+	delete(plain.Annotations, AnnotationGateway)
+	if err := f.c.ingresses.Update(plain); err != nil {
+		t.Fatal(err)
+	}
+	f.c.enqueueOwned(plain)
+	if !queued() {
+		t.Fatal("removing ingress/gateway does not bring the Ingress back, to forget what was said")
+	}
+	if err := f.syncMigration(plain); err != nil {
+		t.Fatal(err)
+	}
+	f.c.enqueueOwned(plain)
+	if queued() {
+		t.Error("a Service's Ingress without ingress/gateway, nothing said of it, is queued")
+	}
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("Events %q after the annotation's removal", events)
 	}
 }
