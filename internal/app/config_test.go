@@ -75,6 +75,8 @@ func TestCompleteRefusesBadOptions(t *testing.T) {
 			func(o *Options) { o.NeutronManagedBy = strings.Repeat("m", 60) }, []string{"--neutron-managed-by"}},
 		{"a managed-by tag with a comma, which Neutron's tag lists cannot hold",
 			func(o *Options) { o.NeutronManagedBy = "a,b" }, []string{"--neutron-managed-by"}},
+		{"a redirect code ingress-nginx's http-redirect-code does not take",
+			func(o *Options) { o.IngressNGINXHTTPRedirectCode = 303 }, []string{"--ingress-nginx-http-redirect-code: must be one of [301 302 307 308]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()

@@ -113,3 +113,42 @@ func TestWritePlanWithoutTheGatewayAPI(t *testing.T) {
 		t.Error("a --gateway without a namespace is taken")
 	}
 }
+
+// TestWritePlanHTTPSRedirect: the plan of an Ingress whose move carries
+// ingress-nginx's redirect to HTTPS shows both routes the controller would
+// make, the route on the HTTPS listener and the redirect route on the
+// plain-HTTP one, with the status of --ingress-nginx-http-redirect-code.
+func TestWritePlanHTTPSRedirect(t *testing.T) {
+	kube := fake.NewClientset(tlsIngress())
+	gw := gatewayfake.NewSimpleClientset()
+	if err := gw.Tracker().Create(gatewayv1.SchemeGroupVersion.WithResource("gateways"), redirectGateway(), "default"); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := WritePlan(context.Background(), PlanClients{Core: kube.CoreV1(), Networking: kube.NetworkingV1(), Gateway: gw.GatewayV1()},
+		PlanOptions{Namespace: "default", HTTPRedirectCode: 301}, &out); err != nil {
+		t.Fatal(err)
+	}
+	plan := out.String()
+	if want := "HTTPRoute web-https-redirect below redirects plain HTTP to it on listener http"; !strings.Contains(plan, want) {
+		t.Errorf("the plan does not say %q:\n%s", want, plan)
+	}
+	docs := strings.Split(plan, "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want the route and the redirect route:\n%s", len(docs), plan)
+	}
+	var route, redirect gatewayv1.HTTPRoute
+	if err := yaml.Unmarshal([]byte(docs[0]), &route); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(docs[1]), &redirect); err != nil {
+		t.Fatal(err)
+	}
+	if route.Name != "web" || ptr.Deref(route.Spec.ParentRefs[0].SectionName, "") != "https" {
+		t.Errorf("the plan's route: %+v", route)
+	}
+	if redirect.Name != "web-https-redirect" || ptr.Deref(redirect.Spec.ParentRefs[0].SectionName, "") != "http" ||
+		ptr.Deref(redirect.Spec.Rules[0].Filters[0].RequestRedirect.StatusCode, 0) != 301 {
+		t.Errorf("the plan's redirect route: %+v", redirect)
+	}
+}
