@@ -226,6 +226,14 @@ func (c *Controller) ownAdd(obj any) bool {
 	case *gatewayv1.HTTPRoute:
 		key, v, own = types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, objectVersion{string(o.UID), o.ResourceVersion}, c.route.ownAdd
 		other = c.ingresses
+		if base, ok := strings.CutSuffix(o.Name, redirectRouteSuffix); ok && base != "" {
+			// A redirect route (or a route of such a name): the Ingress
+			// it redirects for moves on once it is made, and its sync
+			// says what the move waits for.
+			if _, exists, err := c.ingresses.GetByKey(o.Namespace + "/" + base); err != nil || exists {
+				return false
+			}
+		}
 	default:
 		return false
 	}
