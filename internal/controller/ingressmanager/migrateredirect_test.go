@@ -324,7 +324,9 @@ func TestMigrationRedirectSync(t *testing.T) {
 		{name: "the redirect no longer asked, the route not yet off the HTTPS listener: the route rewritten, the redirect route kept",
 			ing: tlsIngress(noRedirect), rendered: tlsIngress(), ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
 			route: []func(*gatewayv1.HTTPRoute){onHTTPS, servedOnEachParent(1)}, redirect: []func(*gatewayv1.HTTPRoute){servedOnEachParent(1)},
-			want: []string{"patch httproutes"}, events: []string{ReasonHTTPRouteUpdated}, state: stateMoving},
+			// the route's first update: its create's fields moved to the
+			// controller's apply (a JSON patch, see writer.update), then the apply
+			want: []string{"patch httproutes", "patch httproutes"}, events: []string{ReasonHTTPRouteUpdated}, state: stateMoving},
 		{name: "the redirect no longer asked, the route serving on the whole Gateway: the redirect route deleted",
 			ing: tlsIngress(noRedirect), ingress: []func(*networkingv1.Ingress){withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))},
 			route: []func(*gatewayv1.HTTPRoute){servedOnEachParent(1)}, redirect: []func(*gatewayv1.HTTPRoute){servedOnEachParent(1)},
