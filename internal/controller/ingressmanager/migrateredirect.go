@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -198,12 +199,15 @@ func redirectUntilServes(route *gatewayv1.HTTPRoute, gateways gatewayLookup) str
 
 // defaultedSSLRedirect reports whether ingress-nginx's default of
 // ssl-redirect ("true") applies to ing, whose TLS hosts are tlsHosts: the
-// class nginx, hosts with TLS, and neither ssl-redirect nor
-// force-ssl-redirect set. The translation then takes it as set.
+// class nginx, hosts with TLS, and ssl-redirect not set. The translation
+// then takes it as set. force-ssl-redirect is another key: "false" (or a
+// value ingress-nginx ignores) leaves ssl-redirect's default in force, and
+// "true" redirects every host whatever ssl-redirect says, so that only
+// "true" needs no default.
 func defaultedSSLRedirect(ing *networkingv1.Ingress, tlsHosts []string) bool {
 	_, set := ing.Annotations[nginxSSLRedirect]
-	_, force := ing.Annotations[nginxForceSSLRedirect]
-	return len(tlsHosts) > 0 && ingressClass(ing) == "nginx" && !set && !force
+	force, err := strconv.ParseBool(ing.Annotations[nginxForceSSLRedirect])
+	return len(tlsHosts) > 0 && ingressClass(ing) == "nginx" && !set && (err != nil || !force)
 }
 
 // withDefaultSSLRedirect returns ann with ssl-redirect "true" added.
