@@ -112,7 +112,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		interval:               interval,
 		handler:                owned,
 		enqueueRoute:           c.enqueueOwned,
-		enqueueGatewayServices: c.enqueueGatewayServices,
+		enqueueGatewayServices: c.classesChanged,
 		gatewayChanged:         c.gatewayChanged,
 		knownCh:                make(chan struct{}),
 		askNow:                 make(chan struct{}, 1),
@@ -280,6 +280,15 @@ func (c *Controller) enqueueOwned(obj any) {
 		}
 		c.EnqueueKey(owner)
 	}
+}
+
+// classesChanged queues every Service that asks for a Gateway and every
+// user's Ingress that asks to move (or did): what a Gateway's class
+// supports (its status.supportedFeatures, a Gateway's class) changed, or
+// is known now, and decides what their routes carry.
+func (c *Controller) classesChanged() {
+	c.enqueueGatewayServices()
+	c.migrationsAnswered()
 }
 
 // enqueueGatewayServices queues every Service that asks for a Gateway.

@@ -338,6 +338,10 @@ func (c *Controller) migrationInput(ing *networkingv1.Ingress) migrationInput {
 	}
 	if gw, _, _, _ := parseMigrationAnnotations(ing); gw != nil {
 		in.Gateway, in.GatewayVisible = c.gateway.lookup(gw.Namespace, gw.Name)
+		// What the Gateway's class supports decides what the route
+		// carries, as for a Service's route (an extended feature it does
+		// not list blocks its key).
+		_, in.Supported = c.gateway.classOf(*gw)
 	}
 	in.Canaries = canariesOf(ing, c.ingresses)
 	return in
