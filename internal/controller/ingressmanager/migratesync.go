@@ -103,6 +103,15 @@ func (c *Controller) enqueueMigration(obj metav1.Object) {
 				c.migrations.loop.Queue.Add(cache.ObjectName{Namespace: o.Namespace, Name: base})
 			}
 		} else {
+			// Someone else's in the place of the redirect route of an
+			// Ingress that asks to move keeps that Ingress too (deleted:
+			// its redirect route can be made now).
+			if base, ok := strings.CutSuffix(o.Name, redirectRouteSuffix); ok && base != "" {
+				key := cache.ObjectName{Namespace: o.Namespace, Name: base}
+				if ing, err := cached[*networkingv1.Ingress](c.ingresses, key); err == nil && migrationWanted(ing) {
+					c.migrations.loop.Queue.Add(key)
+				}
+			}
 			ing, err := cached[*networkingv1.Ingress](c.ingresses, cache.MetaObjectToName(o))
 			if err != nil || !migrationWanted(ing) {
 				return
