@@ -123,14 +123,22 @@ func (c *Controller) enqueueMigration(obj metav1.Object) {
 	c.migrations.loop.Queue.Add(cache.MetaObjectToName(obj))
 }
 
-// hasMigratedRoute reports whether the route of ing's name is made from it.
+// hasMigratedRoute reports whether the route of ing's name, or its
+// redirect route, is made from it: an Ingress that no longer asks to move
+// has them to take back (its redirect route may be all there is, made
+// before the route).
 func (c *Controller) hasMigratedRoute(ing *networkingv1.Ingress) bool {
 	routes, _ := c.gateway.routeCache()
 	if routes == nil {
 		return false
 	}
-	route, err := cached[*gatewayv1.HTTPRoute](routes, cache.MetaObjectToName(ing))
-	return err == nil && route != nil && isMigratedFrom(route, ing, c.route.fieldManager)
+	for _, name := range []string{ing.Name, redirectRouteName(ing.Name)} {
+		route, err := cached[*gatewayv1.HTTPRoute](routes, cache.ObjectName{Namespace: ing.Namespace, Name: name})
+		if err == nil && route != nil && isMigratedFrom(route, ing, c.route.fieldManager) {
+			return true
+		}
+	}
+	return false
 }
 
 // updateIngress is the Ingress informer's update handler: an Ingress's
