@@ -438,6 +438,13 @@ func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migrat
 		}
 		return true, nil
 	}
+	if live == nil && route != nil && !own.owns(route) {
+		// Someone else's route has the Ingress's name: the move cannot
+		// happen (move says why), and a redirect route made for it
+		// would answer plain HTTP for the hosts, on the Gateway, with
+		// a redirect to an HTTPS side that is not the Ingress's.
+		return true, nil
+	}
 	ok, wrote, err := c.route.converge(ctx, own, live, m.RedirectRoute, r,
 		fmt.Sprintf("Delete or rename it, or set %s to \"false\" on the Ingress (or list it in %s) to move without the redirect", nginxSSLRedirect, AnnotationGatewayAcknowledged))
 	if wrote {
