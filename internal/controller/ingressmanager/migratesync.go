@@ -429,9 +429,10 @@ func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migrat
 	}
 	if m.RedirectRoute == nil {
 		// Delete it only once the route serves on the parent it has
-		// without a redirect (the whole Gateway, or the listener named):
+		// without a redirect (the whole Gateway, or the listener named),
+		// and on that one alone (not on a Gateway it moves away from):
 		// until then its plain-HTTP requests are the redirect's.
-		if ours && (!c.routeEnd(route).of(own) || len(route.Spec.ParentRefs) > 0 &&
+		if ours && (!c.routeEnd(route).of(own) || len(route.Spec.ParentRefs) == 1 &&
 			parentKey(route.Spec.ParentRefs[0], route.Namespace) == parentKey(m.Route.Spec.ParentRefs[0], route.Namespace) &&
 			untilServes(route, c.gateway.lookup) == "") {
 			return true, c.deleteRedirectRoute(ctx, own, "the HTTPRoute it redirects to serves plain HTTP itself, or is gone", r)
@@ -445,7 +446,12 @@ func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migrat
 		// a redirect to an HTTPS side that is not the Ingress's.
 		return true, nil
 	}
-	ok, wrote, err := c.route.converge(ctx, own, live, m.RedirectRoute, r,
+	desired := m.RedirectRoute
+	if ours && c.routeEnd(route).of(own) {
+		desired = desired.DeepCopy()
+		redirectParentsDuringMove(live, route, desired)
+	}
+	ok, wrote, err := c.route.converge(ctx, own, live, desired, r,
 		fmt.Sprintf("Delete or rename it, or set %s to \"false\" on the Ingress (or list it in %s) to move without the redirect", nginxSSLRedirect, AnnotationGatewayAcknowledged))
 	if wrote {
 		return false, err
@@ -460,7 +466,7 @@ func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migrat
 	for _, p := range live.Spec.ParentRefs {
 		warnRouteStatus(live, p, r)
 	}
-	if until := redirectUntilServes(live, c.gateway.lookup); until != "" {
+	if until := redirectUntilServes(live, m.RedirectRoute.Spec.ParentRefs, c.gateway.lookup); until != "" {
 		r.normal(c.route.reasons.waiting, string(live.UID), fmt.Sprintf("Keeping Ingress %s until %s", own.ing.Name, until))
 		return false, ingress.keep(ctx, own, "it is kept until "+until, r)
 	}
