@@ -473,11 +473,14 @@ func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migrat
 	return true, nil
 }
 
-// deleteRedirectRoute deletes own's redirect route, if it has one.
+// deleteRedirectRoute deletes own's redirect route, if it has one, only
+// as cached (its resourceVersion a precondition too): its marker makes it
+// own's, and its user may have changed that since (the route is theirs
+// then); the change's event brings the Ingress back.
 func (c *Controller) deleteRedirectRoute(ctx context.Context, own owner, why string, r *report) error {
 	live, ours, err := c.redirectRouteOf(own)
 	if err != nil || !ours {
 		return err
 	}
-	return c.route.delete(ctx, live, why, r)
+	return c.route.deleteExact(ctx, live, why, r)
 }
