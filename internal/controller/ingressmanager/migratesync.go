@@ -267,6 +267,18 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 	}
 	if !m.renderable() || m.Route == nil || m.Gateway == nil {
 		c.setState(key, stateBlocked)
+		// A route made with the redirect serves its hosts' plain HTTP only
+		// through its redirect route: that one not serving, the Ingress is
+		// what serves them, whatever the route says.
+		live, ours, err := c.redirectRouteOf(own)
+		if err != nil {
+			return err
+		}
+		if ours {
+			if until := redirectUntilServes(live, live.Spec.ParentRefs, c.gateway.lookup); until != "" {
+				return ingress.keep(ctx, own, "its redirect route, made before, is not accepted: it is kept until "+until, r)
+			}
+		}
 		return keepWhileInvalid(ctx, c, own, c.routeEnd(route), ingress, r)
 	}
 	if m.blocked() {
