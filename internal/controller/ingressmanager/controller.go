@@ -112,7 +112,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 		interval:               interval,
 		handler:                owned,
 		enqueueRoute:           c.enqueueOwned,
-		enqueueGatewayServices: c.enqueueGatewayServices,
+		enqueueGatewayServices: c.classesChanged,
 		gatewayChanged:         c.gatewayChanged,
 		knownCh:                make(chan struct{}),
 		askNow:                 make(chan struct{}, 1),
@@ -226,6 +226,14 @@ func (c *Controller) ownAdd(obj any) bool {
 	case *gatewayv1.HTTPRoute:
 		key, v, own = types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, objectVersion{string(o.UID), o.ResourceVersion}, c.route.ownAdd
 		other = c.ingresses
+		if base, ok := strings.CutSuffix(o.Name, redirectRouteSuffix); ok && base != "" {
+			// A redirect route (or a route of such a name): the Ingress
+			// it redirects for moves on once it is made, and its sync
+			// says what the move waits for.
+			if _, exists, err := c.ingresses.GetByKey(o.Namespace + "/" + base); err != nil || exists {
+				return false
+			}
+		}
 	default:
 		return false
 	}
@@ -272,6 +280,15 @@ func (c *Controller) enqueueOwned(obj any) {
 		}
 		c.EnqueueKey(owner)
 	}
+}
+
+// classesChanged queues every Service that asks for a Gateway and every
+// user's Ingress that asks to move (or did): what a Gateway's class
+// supports (its status.supportedFeatures, a Gateway's class) changed, or
+// is known now, and decides what their routes carry.
+func (c *Controller) classesChanged() {
+	c.enqueueGatewayServices()
+	c.migrationsAnswered()
 }
 
 // enqueueGatewayServices queues every Service that asks for a Gateway.

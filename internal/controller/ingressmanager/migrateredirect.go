@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -177,10 +178,15 @@ func isRedirectRouteOf(route *gatewayv1.HTTPRoute, ing *networkingv1.Ingress, fi
 }
 
 // redirectUntilServes is untilServes for a redirect route: every one of
-// its parents (each a plain-HTTP listener) accepts it, and its Gateway
-// serves.
-func redirectUntilServes(route *gatewayv1.HTTPRoute, gateways gatewayLookup) string {
-	for _, p := range route.Spec.ParentRefs {
+// the parents it is for (want, each a plain-HTTP listener; those of
+// Gateways the Ingress's route moves away from, kept meanwhile, are not
+// asked) accepts it, and its Gateway serves.
+func redirectUntilServes(route *gatewayv1.HTTPRoute, want []gatewayv1.ParentReference, gateways gatewayLookup) string {
+	for _, p := range want {
+		key := parentKey(p, route.Namespace)
+		if !slices.ContainsFunc(route.Spec.ParentRefs, func(q gatewayv1.ParentReference) bool { return parentKey(q, route.Namespace) == key }) {
+			return fmt.Sprintf("HTTPRoute %s is attached to Gateway %s (listener %s)", route.Name, gatewayName(p, route.Namespace), ptr.Deref(p.SectionName, ""))
+		}
 		one := *route // a shallow copy whose parents are p alone; route is not changed
 		one.Spec.ParentRefs = []gatewayv1.ParentReference{p}
 		if until := untilServes(&one, gateways); until != "" {
@@ -190,20 +196,55 @@ func redirectUntilServes(route *gatewayv1.HTTPRoute, gateways gatewayLookup) str
 			return until
 		}
 	}
-	if len(route.Spec.ParentRefs) == 0 {
+	if len(want) == 0 {
 		return untilServes(route, gateways)
 	}
 	return ""
 }
 
+// redirectParentsDuringMove adds to desired, the redirect route as the
+// Ingress asks, the parents of live (the redirect route as it is) on the
+// Gateways other than desired's that route, the Ingress's route as it is,
+// is still attached to: moving between Gateways, the route keeps the one
+// it moves away from until its new one serves it (parentsDuringMove), and
+// that Gateway's plain-HTTP listeners keep redirecting as long. Up to the
+// Gateway API's limit of parents.
+func redirectParentsDuringMove(live, route, desired *gatewayv1.HTTPRoute) {
+	if live == nil || route == nil {
+		return
+	}
+	ns := desired.Namespace
+	target := map[string]bool{}
+	for _, p := range desired.Spec.ParentRefs {
+		target[gatewayName(p, ns)] = true
+	}
+	routeOn := map[string]bool{}
+	for _, p := range route.Spec.ParentRefs {
+		if isGatewayRef(p) {
+			routeOn[gatewayName(p, route.Namespace)] = true
+		}
+	}
+	for _, p := range live.Spec.ParentRefs {
+		gw := gatewayName(p, live.Namespace)
+		if !isGatewayRef(p) || target[gw] || !routeOn[gw] || len(desired.Spec.ParentRefs) >= maxParentRefs ||
+			!canShareRoute(desired.Spec.ParentRefs, p, ns) {
+			continue
+		}
+		desired.Spec.ParentRefs = append(desired.Spec.ParentRefs, p)
+	}
+}
+
 // defaultedSSLRedirect reports whether ingress-nginx's default of
 // ssl-redirect ("true") applies to ing, whose TLS hosts are tlsHosts: the
-// class nginx, hosts with TLS, and neither ssl-redirect nor
-// force-ssl-redirect set. The translation then takes it as set.
+// class nginx, hosts with TLS, and ssl-redirect not set. The translation
+// then takes it as set. force-ssl-redirect is another key: "false" (or a
+// value ingress-nginx ignores) leaves ssl-redirect's default in force, and
+// "true" redirects every host whatever ssl-redirect says, so that only
+// "true" needs no default.
 func defaultedSSLRedirect(ing *networkingv1.Ingress, tlsHosts []string) bool {
 	_, set := ing.Annotations[nginxSSLRedirect]
-	_, force := ing.Annotations[nginxForceSSLRedirect]
-	return len(tlsHosts) > 0 && ingressClass(ing) == "nginx" && !set && !force
+	force, err := strconv.ParseBool(ing.Annotations[nginxForceSSLRedirect])
+	return len(tlsHosts) > 0 && ingressClass(ing) == "nginx" && !set && (err != nil || !force)
 }
 
 // withDefaultSSLRedirect returns ann with ssl-redirect "true" added.

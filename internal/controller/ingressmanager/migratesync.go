@@ -106,6 +106,15 @@ func (c *Controller) enqueueMigration(obj metav1.Object) {
 				c.migrations.loop.Queue.Add(cache.ObjectName{Namespace: o.Namespace, Name: base})
 			}
 		} else {
+			// Someone else's in the place of the redirect route of an
+			// Ingress that asks to move keeps that Ingress too (deleted:
+			// its redirect route can be made now).
+			if base, ok := strings.CutSuffix(o.Name, redirectRouteSuffix); ok && base != "" {
+				key := cache.ObjectName{Namespace: o.Namespace, Name: base}
+				if ing, err := cached[*networkingv1.Ingress](c.ingresses, key); err == nil && migrationWanted(ing) {
+					c.migrations.loop.Queue.Add(key)
+				}
+			}
 			ing, err := cached[*networkingv1.Ingress](c.ingresses, cache.MetaObjectToName(o))
 			if err != nil || !migrationWanted(ing) {
 				return
@@ -117,14 +126,22 @@ func (c *Controller) enqueueMigration(obj metav1.Object) {
 	c.migrations.loop.Queue.Add(cache.MetaObjectToName(obj))
 }
 
-// hasMigratedRoute reports whether the route of ing's name is made from it.
+// hasMigratedRoute reports whether the route of ing's name, or its
+// redirect route, is made from it: an Ingress that no longer asks to move
+// has them to take back (its redirect route may be all there is, made
+// before the route).
 func (c *Controller) hasMigratedRoute(ing *networkingv1.Ingress) bool {
 	routes, _ := c.gateway.routeCache()
 	if routes == nil {
 		return false
 	}
-	route, err := cached[*gatewayv1.HTTPRoute](routes, cache.MetaObjectToName(ing))
-	return err == nil && route != nil && isMigratedFrom(route, ing, c.route.fieldManager)
+	for _, name := range []string{ing.Name, redirectRouteName(ing.Name)} {
+		route, err := cached[*gatewayv1.HTTPRoute](routes, cache.ObjectName{Namespace: ing.Namespace, Name: name})
+		if err == nil && route != nil && isMigratedFrom(route, ing, c.route.fieldManager) {
+			return true
+		}
+	}
+	return false
 }
 
 // updateIngress is the Ingress informer's update handler: an Ingress's
@@ -258,6 +275,18 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 	}
 	if !m.renderable() || m.Route == nil || m.Gateway == nil {
 		c.setState(key, stateBlocked)
+		// A route made with the redirect serves its hosts' plain HTTP only
+		// through its redirect route: that one not serving, the Ingress is
+		// what serves them, whatever the route says.
+		live, ours, err := c.redirectRouteOf(own)
+		if err != nil {
+			return err
+		}
+		if ours {
+			if until := redirectUntilServes(live, live.Spec.ParentRefs, c.gateway.lookup); until != "" {
+				return ingress.keep(ctx, own, "its redirect route, made before, is not accepted: it is kept until "+until, r)
+			}
+		}
 		return keepWhileInvalid(ctx, c, own, c.routeEnd(route), ingress, r)
 	}
 	if m.blocked() {
@@ -362,6 +391,10 @@ func (c *Controller) migrationInput(ing *networkingv1.Ingress) migrationInput {
 	}
 	if gw, _, _, _ := parseMigrationAnnotations(ing); gw != nil {
 		in.Gateway, in.GatewayVisible = c.gateway.lookup(gw.Namespace, gw.Name)
+		// What the Gateway's class supports decides what the route
+		// carries, as for a Service's route (an extended feature it does
+		// not list blocks its key).
+		_, in.Supported = c.gateway.classOf(*gw)
 	}
 	in.Canaries = canariesOf(ing, c.ingresses)
 	return in
@@ -432,16 +465,29 @@ func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migrat
 	}
 	if m.RedirectRoute == nil {
 		// Delete it only once the route serves on the parent it has
-		// without a redirect (the whole Gateway, or the listener named):
+		// without a redirect (the whole Gateway, or the listener named),
+		// and on that one alone (not on a Gateway it moves away from):
 		// until then its plain-HTTP requests are the redirect's.
-		if ours && (!c.routeEnd(route).of(own) || len(route.Spec.ParentRefs) > 0 &&
+		if ours && (!c.routeEnd(route).of(own) || len(route.Spec.ParentRefs) == 1 &&
 			parentKey(route.Spec.ParentRefs[0], route.Namespace) == parentKey(m.Route.Spec.ParentRefs[0], route.Namespace) &&
 			untilServes(route, c.gateway.lookup) == "") {
 			return true, c.deleteRedirectRoute(ctx, own, "the HTTPRoute it redirects to serves plain HTTP itself, or is gone", r)
 		}
 		return true, nil
 	}
-	ok, wrote, err := c.route.converge(ctx, own, live, m.RedirectRoute, r,
+	if live == nil && route != nil && !own.owns(route) {
+		// Someone else's route has the Ingress's name: the move cannot
+		// happen (move says why), and a redirect route made for it
+		// would answer plain HTTP for the hosts, on the Gateway, with
+		// a redirect to an HTTPS side that is not the Ingress's.
+		return true, nil
+	}
+	desired := m.RedirectRoute
+	if ours && c.routeEnd(route).of(own) {
+		desired = desired.DeepCopy()
+		redirectParentsDuringMove(live, route, desired)
+	}
+	ok, wrote, err := c.route.converge(ctx, own, live, desired, r,
 		fmt.Sprintf("Delete or rename it, or set %s to \"false\" on the Ingress (or list it in %s) to move without the redirect", nginxSSLRedirect, AnnotationGatewayAcknowledged))
 	if wrote {
 		return false, err
@@ -456,18 +502,21 @@ func (c *Controller) syncRedirectRoute(ctx context.Context, own owner, m *Migrat
 	for _, p := range live.Spec.ParentRefs {
 		warnRouteStatus(live, p, r)
 	}
-	if until := redirectUntilServes(live, c.gateway.lookup); until != "" {
+	if until := redirectUntilServes(live, m.RedirectRoute.Spec.ParentRefs, c.gateway.lookup); until != "" {
 		r.normal(c.route.reasons.waiting, string(live.UID), fmt.Sprintf("Keeping Ingress %s until %s", own.ing.Name, until))
 		return false, ingress.keep(ctx, own, "it is kept until "+until, r)
 	}
 	return true, nil
 }
 
-// deleteRedirectRoute deletes own's redirect route, if it has one.
+// deleteRedirectRoute deletes own's redirect route, if it has one, only
+// as cached (its resourceVersion a precondition too): its marker makes it
+// own's, and its user may have changed that since (the route is theirs
+// then); the change's event brings the Ingress back.
 func (c *Controller) deleteRedirectRoute(ctx context.Context, own owner, why string, r *report) error {
 	live, ours, err := c.redirectRouteOf(own)
 	if err != nil || !ours {
 		return err
 	}
-	return c.route.delete(ctx, live, why, r)
+	return c.route.deleteExact(ctx, live, why, r)
 }

@@ -14,11 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/features"
 	"sigs.k8s.io/yaml"
 )
 
@@ -96,6 +98,10 @@ func WritePlan(ctx context.Context, c PlanClients, o PlanOptions, w io.Writer) e
 	if err != nil {
 		return err
 	}
+	classes, err := planGatewayClasses(ctx, c.Gateway)
+	if err != nil {
+		return err
+	}
 	items := slices.Clone(ings.Items)
 	slices.SortFunc(items, func(a, b networkingv1.Ingress) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -123,6 +129,9 @@ func WritePlan(ctx context.Context, c PlanClients, o PlanOptions, w io.Writer) e
 		}
 		if gw != nil {
 			in.Gateway, in.GatewayVisible = lookup(gw.Namespace, gw.Name)
+		}
+		if in.Gateway != nil {
+			in.Supported = classes[string(in.Gateway.Spec.GatewayClassName)]
 		}
 		m := renderMigration(in)
 		if err := writeIngressPlan(w, ing, m, c.Gateway != nil, in.GatewayVisible, routes[cache.MetaObjectToName(ing)], lookup, o.DNSDrain, now(), fieldManager); err != nil {
@@ -178,6 +187,35 @@ func planGatewayAPI(ctx context.Context, gw gatewayv1client.GatewayV1Interface, 
 		}
 		return gateways[cache.ObjectName{Namespace: namespace, Name: name}], true
 	}, routes, nil
+}
+
+// planGatewayClasses returns what each GatewayClass supports
+// (status.supportedFeatures), as the controller's classOf reads it: a
+// class that lists none, or classes that cannot be listed, are absent (what
+// their Gateways' routes carry is rendered on trust).
+func planGatewayClasses(ctx context.Context, gw gatewayv1client.GatewayV1Interface) (map[string]sets.Set[features.FeatureName], error) {
+	out := map[string]sets.Set[features.FeatureName]{}
+	if gw == nil {
+		return out, nil
+	}
+	list, err := gw.GatewayClasses().List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return out, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing gatewayclasses: %w", err)
+	}
+	for _, gc := range list.Items {
+		if len(gc.Status.SupportedFeatures) == 0 {
+			continue
+		}
+		supported := sets.New[features.FeatureName]()
+		for _, f := range gc.Status.SupportedFeatures {
+			supported.Insert(features.FeatureName(f.Name))
+		}
+		out[gc.Name] = supported
+	}
+	return out, nil
 }
 
 // writeIngressPlan writes the plan of one Ingress.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -243,7 +244,7 @@ func TestMigrateIngressDeletedMidMove(t *testing.T) {
 	if got := e.waitMigratedRoute(ing); got.UID != route.UID {
 		t.Error("the route was replaced")
 	}
-	if n := e.Writes.Count("delete", "httproutes"); n != 0 {
+	if n := e.Writes.Count(http.MethodDelete, "httproutes"); n != 0 {
 		t.Errorf("%d deletes of routes", n)
 	}
 }
@@ -316,7 +317,7 @@ func TestMigrateSurvivesARestart(t *testing.T) {
 	if got := e.waitMigratedRoute(orig); got.UID != route.UID {
 		t.Error("the route was replaced")
 	}
-	if n := e.Writes.Count("delete", "ingresses") + e.Writes.Count("delete", "httproutes"); n != 0 {
+	if n := e.Writes.Count(http.MethodDelete, "ingresses") + e.Writes.Count(http.MethodDelete, "httproutes"); n != 0 {
 		t.Errorf("%d deletes", n)
 	}
 }
