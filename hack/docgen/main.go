@@ -3,7 +3,8 @@
 // reason references from the constants (and doc comments) in the code, the
 // translation table of the ingress-manager from its rows, the
 // RBAC reference from config/default as kustomize renders it, the
-// benchmark page (tables and SVG charts) from bench-results/, and the alert
+// benchmark page (tables and SVG charts) from bench-results/, the times of
+// make test from bench-results/make-test/ (hack/time-make-test.sh), and the alert
 // table and runbooks of docs/operations.md (between its BEGIN alerts and
 // END alerts lines) from the rules of config/prometheus.
 //
@@ -67,7 +68,7 @@ func main() {
 func generate(root string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, g := range []func(root string, files map[string][]byte) error{
-		flagReference, annotationReference, translationReference, reasonReference, rbacReference, chartValues, benchmarks, alertTable,
+		flagReference, annotationReference, translationReference, reasonReference, rbacReference, chartValues, benchmarks, makeTestTimes, alertTable,
 	} {
 		if err := g(root, files); err != nil {
 			return nil, err
