@@ -154,7 +154,7 @@ func retire[T object, AC any](ctx context.Context, from end[T, AC], d cutover, w
 		return nil
 	}
 	if d.drain <= 0 && !from.user {
-		return w.delete(ctx, obj, why, r)
+		return from.delete(ctx, why, r)
 	}
 	at, ok := withdrawnAt(obj)
 	if !ok {
@@ -199,6 +199,18 @@ func retire[T object, AC any](ctx context.Context, from end[T, AC], d cutover, w
 	return drained(ctx, from, why, at, d, r)
 }
 
+// delete deletes e's object, one the controller made: with its UID as a
+// precondition, and, for a route made from a user's Ingress (which no
+// controller reference holds: its marker does, see isMigratedFrom), its
+// resourceVersion too, so that a route its user took since the cache was
+// read (the marker removed, say) is never deleted.
+func (e end[T, AC]) delete(ctx context.Context, why string, r *report) error {
+	if metav1.GetControllerOfNoCopy(e.obj) == nil {
+		return e.w.deleteExact(ctx, e.obj, why, r)
+	}
+	return e.w.delete(ctx, e.obj, why, r)
+}
+
 // drained is retire's last step, once from's object was withdrawn at and
 // the drain passed: it is deleted, unless it is a user's Ingress that did
 // not ask for that (it stays, withdrawn: the move is done).
@@ -206,7 +218,7 @@ func drained[T object, AC any](ctx context.Context, from end[T, AC], why string,
 	why = fmt.Sprintf("%s; withdrawn from external-dns at %s, the DNS drain (%v) passed", why, at.UTC().Format(time.RFC3339), d.drain)
 	switch {
 	case !from.user:
-		return from.w.delete(ctx, from.obj, why, r)
+		return from.delete(ctx, why, r)
 	case from.deleteDrained:
 		return from.w.deleteExact(ctx, from.obj, why+", and its "+AnnotationDeleteAfterMove+" asks for its deletion", r)
 	}

@@ -181,9 +181,23 @@ func TestMigrationSync(t *testing.T) {
 				t.Errorf("state %q, want %q", s, tc.state)
 			}
 			for _, a := range f.allActions() {
-				if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.Resource.Resource == "ingresses" {
-					if p := d.DeleteOptions.Preconditions; p == nil || ptr.Deref(p.UID, "") != ing.UID || ptr.Deref(p.ResourceVersion, "") != ing.ResourceVersion {
+				d, ok := a.(k8stesting.DeleteActionImpl)
+				if !ok {
+					continue
+				}
+				p := d.DeleteOptions.Preconditions
+				switch d.Resource.Resource {
+				case "ingresses":
+					if p == nil || ptr.Deref(p.UID, "") != ing.UID || ptr.Deref(p.ResourceVersion, "") != ing.ResourceVersion {
 						t.Errorf("the user's Ingress deleted with preconditions %+v, want its UID and resourceVersion", p)
+					}
+				case "httproutes":
+					// Held by its marker alone, the route is deleted only
+					// as it was cached: not once its user took it.
+					route, _, _ := f.routes.GetByKey("default/" + d.Name)
+					if p == nil || route == nil || p.ResourceVersion == nil || ptr.Deref(p.UID, "") != route.(*gatewayv1.HTTPRoute).UID ||
+						*p.ResourceVersion != route.(*gatewayv1.HTTPRoute).ResourceVersion {
+						t.Errorf("the route made from the Ingress deleted with preconditions %+v, want its UID and resourceVersion", p)
 					}
 				}
 			}
