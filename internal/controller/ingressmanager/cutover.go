@@ -158,7 +158,7 @@ func retire[T object, AC any](ctx context.Context, from end[T, AC], d cutover, w
 	}
 	at, ok := withdrawnAt(obj)
 	if !ok {
-		if err := w.withdraw(ctx, obj, d.now(), d.drain, why, r); err != nil || d.drain <= 0 {
+		if err := w.withdraw(ctx, obj, d.now(), d.drain, from.user && !from.deleteDrained, why, r); err != nil || d.drain <= 0 {
 			return err // with no drain, the withdrawal's event brings the owner back
 		}
 		return &controller.RequeueAfter{Delay: d.drain}
@@ -330,7 +330,7 @@ func ownsAnnotation(obj metav1.Object, fieldManager, key string) bool {
 // annotations that are not the controller's own are saved on obj, for
 // restore to put back, and so is which of them the controller had written
 // itself (its field manager owns them: they come from ingress/annotations).
-func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drain time.Duration, why string, r *report) error {
+func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drain time.Duration, kept bool, why string, r *report) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())}}
 	set := map[string]string{AnnotationDNSWithdrawn: now.UTC().Format(time.RFC3339Nano)}
 	keys := append(slices.Clone(externalDNSControllerKeys), AnnotationDNSWithdrawn)
@@ -374,8 +374,11 @@ func (w *writer[T, AC]) withdraw(ctx context.Context, obj T, now time.Time, drai
 		return err
 	}
 	klog.FromContext(ctx).Info("Withdrew the "+w.kind+" from external-dns", w.logKey(), klog.KObj(obj), "drain", drain)
-	r.wrote(ReasonWithdrawnFromDNS, fmt.Sprintf("Withdrew %s %s from external-dns (%s): it keeps serving until %s, when it is deleted",
-		w.kind, obj.GetName(), why, now.Add(drain).UTC().Format(time.RFC3339)))
+	then := fmt.Sprintf("it keeps serving until %s, when it is deleted", now.Add(drain).UTC().Format(time.RFC3339))
+	if kept {
+		then = "it stays, withdrawn, and is not deleted"
+	}
+	r.wrote(ReasonWithdrawnFromDNS, fmt.Sprintf("Withdrew %s %s from external-dns (%s): %s", w.kind, obj.GetName(), why, then))
 	return nil
 }
 

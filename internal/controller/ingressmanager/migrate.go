@@ -118,9 +118,9 @@ type migrationInput struct {
 	// it (then TLS cannot be checked).
 	Gateway        *gatewayv1.Gateway
 	GatewayVisible bool
-	// Canaries are the other Ingresses of the namespace that are
-	// ingress-nginx canaries of one of the Ingress's hosts.
-	Canaries []string
+	// Canaries are the ingress-nginx canaries of the Ingress (canariesOf);
+	// the Services their backends name are in Services too.
+	Canaries []*networkingv1.Ingress
 	// Supported is what the Gateway's class says it supports; nil:
 	// unknown.
 	Supported sets.Set[features.FeatureName]
@@ -203,17 +203,14 @@ func renderMigration(in migrationInput) *Migration {
 	if ref := metav1.GetControllerOfNoCopy(ing); ref != nil {
 		m.Unsupported = append(m.Unsupported, fmt.Sprintf("the Ingress is controlled by %s %s, which would undo or fight the move; move what makes it instead", ref.Kind, ref.Name))
 	}
-	if strings.EqualFold(strings.TrimSpace(ann[nginxCanary]), "true") {
-		m.Unsupported = append(m.Unsupported, fmt.Sprintf("the Ingress is an ingress-nginx canary (%s); canaries move with the Ingress they split traffic with, which is not handled yet", nginxCanary))
-	}
-	if len(in.Canaries) > 0 {
-		m.Unsupported = append(m.Unsupported, fmt.Sprintf("%s %s of its hosts (%s): the route would drop their share of the traffic; moving canaries (weighted backendRefs) is not handled yet",
-			listSome(in.Canaries), plural(len(in.Canaries), "is an ingress-nginx canary", "are ingress-nginx canaries"), nginxCanary))
+	if ingressNGINXCanary(ing) {
+		m.Unsupported = append(m.Unsupported, fmt.Sprintf("the Ingress is an ingress-nginx canary (%s): it has no route of its own; its backend joins, weighted, the route of the main Ingress of its hosts and paths when that one moves (with %s naming the same Gateway on both), and it is withdrawn from external-dns with it", nginxCanary, AnnotationGateway))
 	}
 
 	hosts, entries, unsupported, notes := ingressPaths(ing, in.Services)
 	m.Unsupported = append(m.Unsupported, unsupported...)
 	m.Notes = append(m.Notes, notes...)
+	shares := m.mergeCanaries(in, hosts, entries)
 
 	translate := in.Translate
 	if translate == nil {
@@ -258,6 +255,7 @@ func renderMigration(in migrationInput) *Migration {
 		return m
 	}
 	m.Route = migrationRoute(ing, m, hosts, entries)
+	applyCanaries(m.Route, entries, shares)
 	m.Carried.applyTo(m.Route)
 	if m.Redirect != nil && m.Gateway != nil {
 		m.RedirectRoute = redirectRoute(ing, *m.Gateway, m.Redirect, m.Route)

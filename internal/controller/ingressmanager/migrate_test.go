@@ -99,7 +99,7 @@ func TestRenderMigration(t *testing.T) {
 		ing        *networkingv1.Ingress
 		gateway    *gatewayv1.Gateway // nil: none
 		invisible  bool               // the Gateway is not watched
-		canaries   []string
+		canaries   []*networkingv1.Ingress
 		translate  func(map[string]string, sets.Set[features.FeatureName]) Carried
 		hostnames  []gatewayv1.Hostname
 		rules      []gatewayv1.HTTPRouteRule // nil: not checked
@@ -249,11 +249,13 @@ func TestRenderMigration(t *testing.T) {
 				ing.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "App", Name: "shop", UID: "app", Controller: ptr.To(true)}}
 			}),
 			unsupport: []string{"controlled by App shop"}},
-		{name: "an ingress-nginx canary: unsupported",
-			ing: userIngress(withAnnotations(nginxCanary, "true", AnnotationGatewayAcknowledged, "*")), unsupport: []string{"is an ingress-nginx canary"},
-			acked: []string{nginxCanary}},
-		{name: "an Ingress with canaries: unsupported, naming them",
-			ing: userIngress(), canaries: []string{"web-canary"}, unsupport: []string{"web-canary is an ingress-nginx canary"}},
+		{name: "an ingress-nginx canary: unsupported, it has no route of its own",
+			ing:       userIngress(withAnnotations(nginxCanary, "true", AnnotationGatewayAcknowledged, "*"), func(i *networkingv1.Ingress) { i.Spec.IngressClassName = ptr.To("nginx") }),
+			unsupport: []string{"is an ingress-nginx canary"},
+			acked:     []string{nginxCanary}},
+		{name: "an Ingress with a canary that does not ask to move: unsupported, naming it",
+			ing: userIngress(), canaries: []*networkingv1.Ingress{canaryIngress("web-canary", "20", false)},
+			unsupport: []string{"Ingress web-canary, an ingress-nginx canary of its hosts, does not ask to move"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := migrationInput{Ingress: tc.ing, Services: map[string]*corev1.Service{"web": webService}, Gateway: tc.gateway,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -87,6 +86,9 @@ func indexByMigrationTarget(obj any) ([]string, error) {
 func (c *Controller) enqueueMigration(obj metav1.Object) {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
+		if !serviceControlled(o) && (ingressNGINXCanary(o) || ingressClass(o) == "nginx" && (migrationWanted(o) || withdrawalMarked(o))) {
+			c.queueCanaryMoves(o) // a canary and its main Ingress decide together
+		}
 		_, asks := o.Annotations[AnnotationGateway]
 		switch {
 		case serviceControlled(o):
@@ -241,6 +243,13 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 		}
 		return nil
 	}
+
+	if ingressNGINXCanary(ing) {
+		return c.syncCanary(ctx, key, ing)
+	}
+	// Its canaries follow it in external-dns: each of its syncs brings
+	// them back (a no-op when nothing changed for them).
+	defer c.queueCanaryMoves(ing)
 
 	r := &report{}
 	complete := false
@@ -397,29 +406,14 @@ func (c *Controller) migrationInput(ing *networkingv1.Ingress) migrationInput {
 		_, in.Supported = c.gateway.classOf(*gw)
 	}
 	in.Canaries = canariesOf(ing, c.ingresses)
+	for _, canary := range in.Canaries {
+		for _, name := range backendServices(canary) {
+			if svc, err := cached[*corev1.Service](c.services, cache.ObjectName{Namespace: ing.Namespace, Name: name}); err == nil && svc != nil {
+				in.Services[name] = svc
+			}
+		}
+	}
 	return in
-}
-
-// canariesOf lists the Ingresses of ing's namespace that are ingress-nginx
-// canaries of one of its hosts.
-func canariesOf(ing *networkingv1.Ingress, ingresses cache.Indexer) []string {
-	hosts := ingressHosts(ing)
-	list, err := ingresses.ByIndex(cache.NamespaceIndex, ing.Namespace)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, obj := range list {
-		o, ok := obj.(*networkingv1.Ingress)
-		if !ok || o.UID == ing.UID || !strings.EqualFold(strings.TrimSpace(o.Annotations[nginxCanary]), "true") {
-			continue
-		}
-		if slices.ContainsFunc(ingressHosts(o), func(h string) bool { return slices.Contains(hosts, h) }) {
-			out = append(out, o.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // reportMigrations makes the running controller the source of

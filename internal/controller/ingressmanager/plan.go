@@ -117,12 +117,14 @@ func WritePlan(ctx context.Context, c PlanClients, o PlanOptions, w io.Writer) e
 		}
 		n++
 		in := migrationInput{Ingress: ing, Services: map[string]*corev1.Service{}, DefaultGateway: defaultGateway, RedirectCode: o.HTTPRedirectCode}
-		for _, name := range backendServices(ing) {
-			if svc := services[cache.ObjectName{Namespace: ing.Namespace, Name: name}]; svc != nil {
-				in.Services[name] = svc
+		in.Canaries = canariesOf(ing, ingresses)
+		for _, o := range append([]*networkingv1.Ingress{ing}, in.Canaries...) {
+			for _, name := range backendServices(o) {
+				if svc := services[cache.ObjectName{Namespace: ing.Namespace, Name: name}]; svc != nil {
+					in.Services[name] = svc
+				}
 			}
 		}
-		in.Canaries = canariesOf(ing, ingresses)
 		gw, _, _, _ := parseMigrationAnnotations(ing)
 		if gw == nil && strings.TrimSpace(ing.Annotations[AnnotationGateway]) == "" {
 			gw = defaultGateway

@@ -329,11 +329,16 @@ var translationRows = []TranslationRow{
 		Title:  "Canary by weight",
 		Reader: "ingress-nginx",
 		Keys:   canaryKeys,
-		Renders: "`Canary`: the canary's backend joins the rule of the main Ingress of its host and path with weight `canary-weight`, " +
-			"the main backend's `canary-weight-total` (default 100) minus it (`canaryBackends`); `canary: false` renders nothing. A " +
-			"Service's HTTPRoute is its own route, which no Gateway merges with another: there it blocks",
-		Docs:  nginxDocs + "#canary",
-		Proof: []string{"TestTranslateRows/canary", "TestCanaryBackends", "TestTranslateBadValues", "TestServiceRouteCarries"},
+		Renders: "`Canary`: when a main Ingress of the class `nginx` moves, and its canary (same namespace, hosts and paths) asks to move " +
+			"to the same Gateway, the canary's backend joins the rule of each of its paths in the main Ingress's route with weight " +
+			"`canary-weight`, the main backend's `canary-weight-total` (default 100) minus it (`canaryBackends`); the canary has no route " +
+			"of its own, and follows its main Ingress in external-dns (withdrawn with it once the route carrying its share serves, " +
+			"returned with it; never deleted). A canary that does not ask, asks for another Gateway, covers other hosts or paths, or " +
+			"is chosen by header or cookie keeps the main Ingress on its Ingress. `canary: false` renders nothing. A Service's " +
+			"HTTPRoute is its own route, which no Gateway merges with another: there it blocks",
+		Docs: nginxDocs + "#canary",
+		Proof: []string{"TestTranslateRows/canary", "TestCanaryBackends", "TestTranslateBadValues", "TestServiceRouteCarries",
+			"TestMergeCanaries", "TestCanarySync"},
 		apply: (*translator).canary,
 	},
 	{
