@@ -338,7 +338,7 @@ var translationRows = []TranslationRow{
 			"HTTPRoute is its own route, which no Gateway merges with another: there it blocks",
 		Docs: nginxDocs + "#canary",
 		Proof: []string{"TestTranslateRows/canary", "TestCanaryBackends", "TestTranslateBadValues", "TestServiceRouteCarries",
-			"TestMergeCanaries", "TestCanarySync"},
+			"TestMergeCanaries", "TestCanarySync", "traffic:TestNginxCanaryOnTheGateway"},
 		apply: (*translator).canary,
 	},
 	{
