@@ -228,9 +228,11 @@ const (
 // the main one is withdrawn and the main one's route (made from it,
 // serving) carries the canary's share; otherwise returned. It is written
 // only when it asks to move, or to return it (a withdrawal is the
-// controller's to undo); never deleted. With no main Ingress of its hosts
-// (or several), nothing changes: a canary withdrawn with a main Ingress
-// since deleted stays withdrawn, its share on that Ingress's route.
+// controller's to undo); never deleted. With main Ingresses of its hosts
+// and paths none of which asks to move or is withdrawn (its main Ingress
+// moved back), it is returned. With none at all (or several that ask),
+// nothing changes: a canary withdrawn with a main Ingress since deleted
+// stays withdrawn, its share on that Ingress's route.
 func (c *Controller) syncCanary(ctx context.Context, key cache.ObjectName, ing *networkingv1.Ingress) error {
 	r := &report{}
 	defer func() { c.migrations.notes.publish(ing, r, true) }()
@@ -240,13 +242,22 @@ func (c *Controller) syncCanary(ctx context.Context, key cache.ObjectName, ing *
 		return nil
 	}
 	var mains []*networkingv1.Ingress
-	for _, m := range mainsOf(ing, c.ingresses) {
+	all := mainsOf(ing, c.ingresses)
+	for _, m := range all {
 		if migrationWanted(m) || withdrawalMarked(m) {
 			mains = append(mains, m)
 		}
 	}
+	if len(mains) == 0 && len(all) > 0 {
+		// Its main Ingress moved back (or never moved), and is in
+		// external-dns: so is the canary, whatever route still carries
+		// its share while it drains.
+		if _, err := c.ingress.restore(ctx, ing, fmt.Sprintf("its main Ingress %s is in external-dns", all[0].Name), r); err != nil {
+			return err
+		}
+	}
 	if len(mains) != 1 {
-		if asks && !withdrawalMarked(ing) {
+		if asks && (!withdrawalMarked(ing) || len(all) > 0) {
 			c.setState(key, stateBlocked)
 			names := make([]string, len(mains))
 			for i, m := range mains {

@@ -186,6 +186,10 @@ func TestCanarySync(t *testing.T) {
 			events: []string{ReasonCanaryWithoutMain}, state: stateBlocked},
 		{name: "the main Ingress gone, the canary withdrawn with it: it stays so",
 			canary: canaryIngress("web-canary", "20", true), canMut: []func(*networkingv1.Ingress){withdrawn[*networkingv1.Ingress](testNow)}},
+		{name: "the main Ingress moved back (it asks no more, in external-dns): the withdrawn canary returned",
+			main: nginxMain(func(i *networkingv1.Ingress) { delete(i.Annotations, AnnotationGateway) }), canary: canaryIngress("web-canary", "20", true),
+			canMut: []func(*networkingv1.Ingress){withdrawn[*networkingv1.Ingress](testNow)},
+			want:   []string{"patch ingresses"}, events: []string{ReasonReturnedToDNS, ReasonCanaryWithoutMain}, state: stateBlocked},
 		{name: "a canary that neither asks nor was withdrawn: nothing",
 			main: nginxMain(), mainMut: []func(*networkingv1.Ingress){withdrawnMain}, canary: canaryIngress("web-canary", "20", false), route: true, noShare: true},
 	} {
@@ -195,7 +199,10 @@ func TestCanarySync(t *testing.T) {
 			if tc.main != nil {
 				main := f.addUserIngress(tc.main, append([]func(*networkingv1.Ingress){withAddress}, tc.mainMut...)...)
 				if tc.route {
-					canaries := []*networkingv1.Ingress{canary}
+					// As made while the canary asked to move.
+					asked := canary.DeepCopy()
+					asked.Annotations[AnnotationGateway] = "gw"
+					canaries := []*networkingv1.Ingress{asked}
 					if tc.noShare {
 						canaries = nil
 					}
