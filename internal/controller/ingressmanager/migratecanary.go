@@ -237,9 +237,11 @@ func (c *Controller) syncCanary(ctx context.Context, key cache.ObjectName, ing *
 	r := &report{}
 	defer func() { c.migrations.notes.publish(ing, r, true) }()
 	asks := migrationWanted(ing)
-	if !asks && !withdrawalMarked(ing) {
+	if !asks {
 		c.migrations.states.Delete(key)
-		return nil
+		if !withdrawalMarked(ing) {
+			return nil
+		}
 	}
 	var mains []*networkingv1.Ingress
 	all := mainsOf(ing, c.ingresses)
@@ -280,8 +282,19 @@ func (c *Controller) syncCanary(ctx context.Context, key cache.ObjectName, ing *
 		_, err := c.ingress.restore(ctx, ing, why, r)
 		return err
 	}
+	_, withdrawn := withdrawnAt(ing)
+	if !asks {
+		// No longer the controller's to withdraw: left withdrawn with its
+		// main Ingress (its share still on the route), or, a trace of
+		// the withdrawal left (its user took it back in part), returned.
+		if withdrawn {
+			return nil
+		}
+		_, err := c.ingress.restore(ctx, ing, fmt.Sprintf("it no longer carries %s", AnnotationGateway), r)
+		return err
+	}
 	c.setState(key, stateMoved)
-	if _, withdrawn := withdrawnAt(ing); withdrawn {
+	if withdrawn {
 		return nil
 	}
 	return c.ingress.withdraw(ctx, ing, c.cutover.now(), c.cutover.drain, true,

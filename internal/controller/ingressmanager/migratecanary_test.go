@@ -190,6 +190,13 @@ func TestCanarySync(t *testing.T) {
 			main: nginxMain(func(i *networkingv1.Ingress) { delete(i.Annotations, AnnotationGateway) }), canary: canaryIngress("web-canary", "20", true),
 			canMut: []func(*networkingv1.Ingress){withdrawn[*networkingv1.Ingress](testNow)},
 			want:   []string{"patch ingresses"}, events: []string{ReasonReturnedToDNS, ReasonCanaryWithoutMain}, state: stateBlocked},
+		{name: "a canary that asks no more, its withdrawal half undone by hand: returned, never withdrawn again",
+			main: nginxMain(), mainMut: []func(*networkingv1.Ingress){withdrawnMain}, canary: canaryIngress("web-canary", "20", false), route: true,
+			canMut: []func(*networkingv1.Ingress){withdrawn[*networkingv1.Ingress](testNow), withAnnotations(AnnotationExternalDNSController, "dns-controller")},
+			want:   []string{"patch ingresses"}, events: []string{ReasonReturnedToDNS}},
+		{name: "a canary that asks no more, withdrawn with its main Ingress: it stays so, no state",
+			main: nginxMain(), mainMut: []func(*networkingv1.Ingress){withdrawnMain}, canary: canaryIngress("web-canary", "20", false), route: true,
+			canMut: []func(*networkingv1.Ingress){withdrawn[*networkingv1.Ingress](testNow)}},
 		{name: "a canary that neither asks nor was withdrawn: nothing",
 			main: nginxMain(), mainMut: []func(*networkingv1.Ingress){withdrawnMain}, canary: canaryIngress("web-canary", "20", false), route: true, noShare: true},
 	} {
