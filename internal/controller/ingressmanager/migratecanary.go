@@ -156,29 +156,31 @@ func setOf(s []string) map[string]bool {
 
 // canariesOf lists the ingress-nginx canaries of ing, a main Ingress of
 // the class nginx: the canary Ingresses of its namespace that share one of
-// its hosts, sorted by name.
+// its hosts and one of its paths there (ingress-nginx merges a canary into
+// the main Ingress of its host and path), sorted by name.
 func canariesOf(ing *networkingv1.Ingress, ingresses cache.Indexer) []*networkingv1.Ingress {
 	if ingressClass(ing) != "nginx" || ingressNGINXCanary(ing) {
 		return nil
 	}
-	return sameHostIngresses(ing, ingresses, ingressNGINXCanary)
+	return sharingHostPath(ing, ingresses, ingressNGINXCanary)
 }
 
 // mainsOf lists the main Ingresses of the canary ing: the Ingresses of
 // the class nginx of its namespace, not canaries, that share one of its
-// hosts, sorted by name.
+// hosts and one of its paths there, sorted by name.
 func mainsOf(ing *networkingv1.Ingress, ingresses cache.Indexer) []*networkingv1.Ingress {
-	return sameHostIngresses(ing, ingresses, func(o *networkingv1.Ingress) bool {
+	return sharingHostPath(ing, ingresses, func(o *networkingv1.Ingress) bool {
 		return ingressClass(o) == "nginx" && !ingressNGINXCanary(o)
 	})
 }
 
-// sameHostIngresses lists the other Ingresses of ing's namespace that
-// share one of its hosts and match, sorted by name.
-func sameHostIngresses(ing *networkingv1.Ingress, ingresses cache.Indexer, match func(*networkingv1.Ingress) bool) []*networkingv1.Ingress {
-	hosts := ingressHosts(ing)
+// sharingHostPath lists the other Ingresses of ing's namespace, no
+// Service's, that route one of its paths of one of its hosts and match,
+// sorted by name.
+func sharingHostPath(ing *networkingv1.Ingress, ingresses cache.Indexer, match func(*networkingv1.Ingress) bool) []*networkingv1.Ingress {
+	paths := hostPaths(ing)
 	list, err := ingresses.ByIndex(cache.NamespaceIndex, ing.Namespace)
-	if err != nil || len(hosts) == 0 {
+	if err != nil || len(paths) == 0 {
 		return nil
 	}
 	var out []*networkingv1.Ingress
@@ -187,11 +189,50 @@ func sameHostIngresses(ing *networkingv1.Ingress, ingresses cache.Indexer, match
 		if !ok || o.UID == ing.UID || serviceControlled(o) || !match(o) {
 			continue
 		}
-		if slices.ContainsFunc(ingressHosts(o), func(h string) bool { return slices.Contains(hosts, h) }) {
+		if slices.ContainsFunc(hostPaths(o), func(p hostPath) bool { return slices.Contains(paths, p) }) {
 			out = append(out, o)
 		}
 	}
 	slices.SortFunc(out, func(a, b *networkingv1.Ingress) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// hostPath is a path of a host an Ingress routes, as ingress-nginx merges
+// a canary: by the host and the path alone (mergeCanaries judges the
+// path's type).
+type hostPath struct{ host, path string }
+
+// hostPaths lists the paths ing routes, by host: each path of its rules,
+// and "/" of each of its hosts ("" with no rules) for spec.defaultBackend.
+func hostPaths(ing *networkingv1.Ingress) []hostPath {
+	var out []hostPath
+	add := func(host, path string) {
+		if path == "" {
+			path = "/"
+		}
+		if p := (hostPath{host, path}); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	var hosts []string
+	for _, r := range ing.Spec.Rules {
+		if !slices.Contains(hosts, r.Host) {
+			hosts = append(hosts, r.Host)
+		}
+		if r.HTTP != nil {
+			for _, p := range r.HTTP.Paths {
+				add(r.Host, p.Path)
+			}
+		}
+	}
+	if ing.Spec.DefaultBackend != nil {
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		for _, h := range hosts {
+			add(h, "/")
+		}
+	}
 	return out
 }
 

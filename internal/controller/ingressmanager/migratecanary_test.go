@@ -264,3 +264,32 @@ func TestCanaryHandlers(t *testing.T) {
 		t.Errorf("a main Ingress's event queued %v, want it and its canary", got)
 	}
 }
+
+// TestCanaryOfOnePathOfItsHost: two main Ingresses of one host, of other
+// paths, each move alone: the canary of the path of one is that one's
+// alone (ingress-nginx merges a canary by host and path), so it neither
+// keeps the other from moving nor is kept from following its own.
+func TestCanaryOfOnePathOfItsHost(t *testing.T) {
+	f := newCutoverFixture(t, testDrain)
+	withdrawnMain := withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain))
+	canary := f.addUserIngress(canaryIngress("web-canary", "20", true), withAddress)
+	main := f.addUserIngress(nginxMain(), withAddress, withdrawnMain)
+	api := f.addUserIngress(nginxMain(func(i *networkingv1.Ingress) {
+		i.Name, i.UID = "web-api", "web-api-uid"
+	}, withPaths(ingressPath("/api", networkingv1.PathTypePrefix, "api", 80, ""))), withAddress, withdrawnMain)
+	f.addMainRoute(main, []*networkingv1.Ingress{canary}, servedAt(1))
+
+	if got := canariesOf(api, f.c.ingresses); len(got) != 0 {
+		t.Errorf("canaries of the Ingress of /api: %v, want none", got)
+	}
+	if m := renderMigration(f.c.migrationInput(api)); len(m.Unsupported) > 0 || m.Route == nil {
+		t.Errorf("the Ingress of /api does not move: %q", m.Unsupported)
+	}
+	f.clearActions()
+	if err := f.syncMigration(canary); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.reasons(), []string{ReasonWithdrawnFromDNS}; !slices.Equal(got, want) {
+		t.Errorf("Events %q, want %q: the canary follows its main Ingress", got, want)
+	}
+}
