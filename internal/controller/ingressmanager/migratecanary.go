@@ -179,14 +179,23 @@ func mainsOf(ing *networkingv1.Ingress, ingresses cache.Indexer) []*networkingv1
 // sorted by name.
 func sharingHostPath(ing *networkingv1.Ingress, ingresses cache.Indexer, match func(*networkingv1.Ingress) bool) []*networkingv1.Ingress {
 	paths := hostPaths(ing)
-	list, err := ingresses.ByIndex(cache.NamespaceIndex, ing.Namespace)
-	if err != nil || len(paths) == 0 {
-		return nil
+	var list []any
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p.host] {
+			continue
+		}
+		seen[p.host] = true
+		l, err := ingresses.ByIndex(byNGINXHost, ing.Namespace+"/"+p.host)
+		if err != nil {
+			return nil
+		}
+		list = append(list, l...)
 	}
 	var out []*networkingv1.Ingress
 	for _, obj := range list {
 		o, ok := obj.(*networkingv1.Ingress)
-		if !ok || o.UID == ing.UID || serviceControlled(o) || !match(o) {
+		if !ok || o.UID == ing.UID || serviceControlled(o) || !match(o) || slices.Contains(out, o) {
 			continue
 		}
 		if slices.ContainsFunc(hostPaths(o), func(p hostPath) bool { return slices.Contains(paths, p) }) {
@@ -195,6 +204,27 @@ func sharingHostPath(ing *networkingv1.Ingress, ingresses cache.Indexer, match f
 	}
 	slices.SortFunc(out, func(a, b *networkingv1.Ingress) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// byNGINXHost indexes the Ingresses of the class nginx that no Service
+// controls (the main Ingresses and canaries of ingress-nginx) by
+// <namespace>/<host> of each of their hosts ("" for rules without one, or
+// a spec.defaultBackend alone): an Ingress's counterparts are found among
+// those of its hosts, not by a scan of its namespace at every event.
+const byNGINXHost = "migration-nginx-host"
+
+func indexByNGINXHost(obj any) ([]string, error) {
+	ing, ok := obj.(*networkingv1.Ingress)
+	if !ok || ingressClass(ing) != "nginx" || serviceControlled(ing) {
+		return nil, nil
+	}
+	var out []string
+	for _, p := range hostPaths(ing) {
+		if k := ing.Namespace + "/" + p.host; !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // hostPath is a path of a host an Ingress routes, as ingress-nginx merges

@@ -1,6 +1,7 @@
 package ingressmanager
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,5 +292,49 @@ func TestCanaryOfOnePathOfItsHost(t *testing.T) {
 	}
 	if got, want := f.reasons(), []string{ReasonWithdrawnFromDNS}; !slices.Equal(got, want) {
 		t.Errorf("Events %q, want %q: the canary follows its main Ingress", got, want)
+	}
+}
+
+// TestCanaryLookupCost: what an event of a canary, or a main Ingress's
+// sync, costs to find its counterparts does not grow with the Ingresses
+// of its namespace of other hosts (none of which asks to move): at a
+// namespace's every event, a scan of it made the namespace's canaries
+// cost its size squared.
+func TestCanaryLookupCost(t *testing.T) {
+	c := newTestController(t)
+	canary, main := canaryIngress("web-canary", "20", false), nginxMain(func(i *networkingv1.Ingress) { delete(i.Annotations, AnnotationGateway) })
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			ing := canaryIngress(fmt.Sprintf("other-%d", i), "10", false, func(o *networkingv1.Ingress) {
+				o.Spec.Rules[0].Host = fmt.Sprintf("shop-%d.example.com", i)
+				if i%2 == 0 {
+					delete(o.Annotations, nginxCanary)
+				}
+			})
+			if err := c.ingresses.Add(ing); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, ing := range []*networkingv1.Ingress{canary, main} {
+		if err := c.ingresses.Add(ing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cost := func() float64 {
+		return testing.AllocsPerRun(10, func() {
+			c.enqueueMigration(canary)
+			c.enqueueMigration(main)
+			_ = c.migrationInput(main)
+		})
+	}
+	add(0, 50)
+	few := cost()
+	add(50, 2000)
+	if many := cost(); many > few+5 {
+		t.Errorf("%v allocations with 2000 Ingresses of other hosts, %v with 50: the lookup scans the namespace", many, few)
+	}
+	if got := mainsOf(canary, c.ingresses); len(got) != 1 || got[0].Name != "web" {
+		t.Errorf("mains of the canary: %v", got)
 	}
 }
