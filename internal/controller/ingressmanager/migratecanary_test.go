@@ -338,3 +338,59 @@ func TestCanaryLookupCost(t *testing.T) {
 		t.Errorf("mains of the canary: %v", got)
 	}
 }
+
+// TestCanaryBadInput: a canary without rules, of a default backend alone,
+// with a weight or a total that is not one never panics: the main
+// Ingress's route carries it (a default backend of a main Ingress's
+// default backend) or the main Ingress says why not, naming it; its own
+// sync writes nothing.
+func TestCanaryBadInput(t *testing.T) {
+	defaultOnly := func(i *networkingv1.Ingress) {
+		i.Spec.Rules = nil
+		i.Spec.DefaultBackend = &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: i.Name, Port: networkingv1.ServiceBackendPort{Number: 80}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		main      *networkingv1.Ingress
+		canary    *networkingv1.Ingress
+		unsupport string // "": carried; "-": not its canary
+	}{
+		{name: "no rules", main: nginxMain(), canary: canaryIngress("web-canary", "20", true, func(i *networkingv1.Ingress) { i.Spec.Rules = nil }), unsupport: "-"},
+		{name: "a rule without paths", main: nginxMain(), canary: canaryIngress("web-canary", "20", true, func(i *networkingv1.Ingress) { i.Spec.Rules[0].HTTP = nil }), unsupport: "-"},
+		{name: "a default backend alone, the main Ingress with rules", main: nginxMain(), canary: canaryIngress("web-canary", "20", true, defaultOnly), unsupport: "-"},
+		{name: "default backends alone, both", main: nginxMain(func(i *networkingv1.Ingress) { defaultOnly(i); i.Spec.DefaultBackend.Service.Name = "web" }),
+			canary: canaryIngress("web-canary", "20", true, defaultOnly)},
+		{name: "a weight that is no number", main: nginxMain(), canary: canaryIngress("web-canary", "twenty", true), unsupport: "cannot be carried"},
+		{name: "a negative weight", main: nginxMain(), canary: canaryIngress("web-canary", "-5", true)},
+		{name: "a total of 0", main: nginxMain(), canary: canaryIngress("web-canary", "20", true, withAnnotations("nginx.ingress.kubernetes.io/canary-weight-total", "0")), unsupport: "cannot be carried"},
+		{name: "a huge total", main: nginxMain(), canary: canaryIngress("web-canary", "20", true, withAnnotations("nginx.ingress.kubernetes.io/canary-weight-total", "99999999999999999999")), unsupport: "cannot be carried"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			canary := f.addUserIngress(tc.canary, withAddress)
+			main := f.addUserIngress(tc.main, withAddress)
+			m := renderMigration(f.c.migrationInput(main))
+			switch tc.unsupport {
+			case "-":
+				if len(canariesOf(main, f.c.ingresses)) != 0 || len(m.Unsupported) != 0 {
+					t.Errorf("taken for a canary of the main Ingress: %q", m.Unsupported)
+				}
+			case "":
+				if len(m.Unsupported) != 0 || m.Route == nil || len(m.Route.Spec.Rules[0].BackendRefs) != 2 {
+					t.Errorf("the canary not carried: %q", m.Unsupported)
+				}
+			default:
+				if len(m.Unsupported) != 1 || !strings.Contains(m.Unsupported[0], "web-canary") || !strings.Contains(m.Unsupported[0], tc.unsupport) {
+					t.Errorf("unsupported %q, want one naming the canary, saying %q", m.Unsupported, tc.unsupport)
+				}
+			}
+			f.clearActions()
+			if err := f.syncMigration(canary); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.writes(); len(got) != 0 {
+				t.Errorf("writes %q", got)
+			}
+		})
+	}
+}
