@@ -264,6 +264,34 @@ func TestCanaryHandlers(t *testing.T) {
 	if got := queued(); len(got) != 2 || !got["default/web"] || !got["default/web-canary"] {
 		t.Errorf("a main Ingress's event queued %v, want it and its canary", got)
 	}
+	// Deleted (its final state unknown): its main Ingress's route drops
+	// its share.
+	if err := c.ingresses.Delete(canary); err != nil {
+		t.Fatal(err)
+	}
+	c.enqueueOwned(cache.DeletedFinalStateUnknown{Key: "default/web-canary", Obj: canary})
+	if got := queued(); !got["default/web"] {
+		t.Errorf("a canary's deletion queued %v, want its main Ingress", got)
+	}
+	// A canary in another namespace, or of another class, is no canary of
+	// the main Ingress; a Service's Ingress of the host is no main one.
+	elsewhere := canaryIngress("elsewhere", "20", true, func(i *networkingv1.Ingress) { i.Namespace = "other" })
+	traefik := canaryIngress("traefik", "20", true, func(i *networkingv1.Ingress) { i.Spec.IngressClassName = ptr.To("traefik") })
+	svcs := nginxMain(func(i *networkingv1.Ingress) {
+		i.Name, i.UID = "svc", "svc-uid"
+		i.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "svc", UID: "s", Controller: ptr.To(true)}}
+	})
+	for _, ing := range []*networkingv1.Ingress{elsewhere, traefik, svcs} {
+		if err := c.ingresses.Add(ing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := canariesOf(main, c.ingresses); len(got) != 0 {
+		t.Errorf("canaries of the main Ingress: %v, want none", got)
+	}
+	if got := mainsOf(canary, c.ingresses); len(got) != 1 || got[0].Name != "web" {
+		t.Errorf("mains of the canary: %v", got)
+	}
 }
 
 // TestCanaryOfOnePathOfItsHost: two main Ingresses of one host, of other
