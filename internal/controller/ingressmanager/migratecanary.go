@@ -55,6 +55,7 @@ func (m *Migration) mergeCanaries(in migrationInput, hosts []string, entries []p
 	}
 	shares := map[string]canaryShare{}
 	fail := func(c *networkingv1.Ingress, why string) {
+		m.droppedCanaries = append(m.droppedCanaries, c.Name)
 		m.Unsupported = append(m.Unsupported, fmt.Sprintf("Ingress %s, an ingress-nginx canary of its hosts, %s; the route would drop its share of the traffic", c.Name, why))
 	}
 	for _, c := range in.Canaries {

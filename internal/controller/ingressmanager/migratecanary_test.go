@@ -2,6 +2,7 @@ package ingressmanager
 
 import (
 	"fmt"
+	k8stesting "k8s.io/client-go/testing"
 	"slices"
 	"strconv"
 	"strings"
@@ -418,6 +419,54 @@ func TestCanaryBadInput(t *testing.T) {
 			}
 			if got := f.writes(); len(got) != 0 {
 				t.Errorf("writes %q", got)
+			}
+		})
+	}
+}
+
+// TestCanaryNotCarriedReturnsItsMain: a main Ingress moved, withdrawn,
+// whose route serves, and a canary its route cannot carry (made since,
+// not asking to move; or one that stops asking): the main Ingress is
+// returned to external-dns, the route left as it was, and the canary
+// never written. Left withdrawn, the main Ingress's host was published by
+// the route alone, without the canary's share, and by the canary at
+// ingress-nginx.
+func TestCanaryNotCarriedReturnsItsMain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		canary *networkingv1.Ingress
+		share  bool // the route carries the canary's share, made while it asked
+	}{
+		{name: "a canary made since, not asking", canary: canaryIngress("web-canary", "20", false)},
+		{name: "a canary that stopped asking", canary: canaryIngress("web-canary", "20", false,
+			withdrawn[*networkingv1.Ingress](testNow)), share: true},
+		{name: "a canary asking for another Gateway", canary: canaryIngress("web-canary", "20", true, withAnnotations(AnnotationGateway, "other"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCutoverFixture(t, testDrain)
+			canary := f.addUserIngress(tc.canary, withAddress)
+			main := f.addUserIngress(nginxMain(), withAddress, withdrawn[*networkingv1.Ingress](testNow.Add(-testDrain)))
+			var carried []*networkingv1.Ingress
+			if tc.share {
+				asked := canary.DeepCopy()
+				asked.Annotations[AnnotationGateway] = "gw"
+				carried = append(carried, asked)
+			}
+			f.addMainRoute(main, carried, servedAt(1))
+			f.clearActions()
+			if err := f.syncMigration(main); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := f.writes(), []string{"patch ingresses"}; !slices.Equal(got, want) {
+				t.Errorf("writes %q, want %q", got, want)
+			}
+			for _, a := range f.kube.Actions() {
+				if p, ok := a.(k8stesting.PatchActionImpl); ok && p.Name != "web" {
+					t.Errorf("patched Ingress %s", p.Name)
+				}
+			}
+			if got := f.reasons(); !slices.Contains(got, ReasonReturnedToDNS) || !slices.Contains(got, ReasonMigrationUnsupported) {
+				t.Errorf("Events %q, want the main Ingress returned, unsupported", got)
 			}
 		})
 	}
