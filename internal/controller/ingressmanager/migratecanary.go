@@ -291,7 +291,8 @@ func isServiceBackend(b gatewayv1.HTTPBackendRef) bool {
 // Event reasons on an ingress-nginx canary Ingress that asks to move.
 const (
 	// ReasonCanaryWithoutMain (Warning): the canary asks to move, and no
-	// main Ingress of its hosts does (or several do); it stays as it is.
+	// main Ingress of its hosts and paths does (or several do); it stays
+	// in external-dns (returned if it was withdrawn with one).
 	ReasonCanaryWithoutMain = "CanaryWithoutMain"
 )
 
@@ -337,9 +338,9 @@ func (c *Controller) syncCanary(ctx context.Context, key cache.ObjectName, ing *
 			for i, m := range mains {
 				names[i] = m.Name
 			}
-			why := "none of the main Ingresses of its hosts asks to move"
+			why := "none of the main Ingresses of its hosts and paths asks to move"
 			if len(mains) > 1 {
-				why = fmt.Sprintf("several main Ingresses of its hosts ask to move (%s)", strings.Join(names, ", "))
+				why = fmt.Sprintf("several main Ingresses of its hosts and paths ask to move (%s)", strings.Join(names, ", "))
 			}
 			r.warn(ReasonCanaryWithoutMain, "", fmt.Sprintf("the canary moves with the main Ingress of its hosts, and %s; it stays as it is", why))
 		}
