@@ -1,7 +1,9 @@
 package ingressmanager
 
 import (
+	"context"
 	"fmt"
+	runtime "k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	"slices"
 	"strconv"
@@ -469,5 +471,42 @@ func TestCanaryNotCarriedReturnsItsMain(t *testing.T) {
 				t.Errorf("Events %q, want the main Ingress returned, unsupported", got)
 			}
 		})
+	}
+}
+
+// TestCanaryJoinsARouteJustCreated: a canary that arrives while its main
+// Ingress's route is being created (they are applied together) joins the
+// route at the sync the route's event brings: the route is compared with
+// what the main Ingress and its canaries render, not taken for converged
+// because the main Ingress did not change since the create.
+func TestCanaryJoinsARouteJustCreated(t *testing.T) {
+	f := newCutoverFixture(t, testDrain)
+	main := f.addUserIngress(nginxMain(), withAddress)
+	f.gateway.PrependReactor("create", "httproutes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*gatewayv1.HTTPRoute).DeepCopy()
+		r.UID, r.ResourceVersion = "route-uid", "10"
+		r.ManagedFields = []metav1.ManagedFieldsEntry{madeBy("test")}
+		if err := f.gateway.Tracker().Add(r); err != nil {
+			return true, nil, err
+		}
+		return true, r, nil
+	})
+	if err := f.syncMigration(main); err != nil {
+		t.Fatal(err)
+	}
+	created, err := f.gateway.GatewayV1().HTTPRoutes("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addUserIngress(canaryIngress("web-canary", "20", true), withAddress)
+	if err := f.routes.Add(created); err != nil { // its event
+		t.Fatal(err)
+	}
+	f.clearActions()
+	if err := f.syncMigration(main); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.writes(); len(got) == 0 || slices.ContainsFunc(got, func(w string) bool { return w != "patch httproutes" }) {
+		t.Errorf("writes %q, want the route's update carrying the canary", got)
 	}
 }
