@@ -166,8 +166,9 @@ func TestCanarySync(t *testing.T) {
 		mainMut []func(*networkingv1.Ingress)
 		canary  *networkingv1.Ingress
 		canMut  []func(*networkingv1.Ingress)
-		route   bool // the main Ingress's route, made with the canary, serving
-		noShare bool // ... made without it
+		route   bool   // the main Ingress's route, made with the canary, serving
+		noShare bool   // ... made without it
+		routeOf string // the route's marker names this UID instead of the main Ingress's
 		want    []string
 		events  []string
 		state   string
@@ -201,6 +202,9 @@ func TestCanarySync(t *testing.T) {
 		{name: "a canary that asks no more, withdrawn with its main Ingress: it stays so, no state",
 			main: nginxMain(), mainMut: []func(*networkingv1.Ingress){withdrawnMain}, canary: canaryIngress("web-canary", "20", false), route: true,
 			canMut: []func(*networkingv1.Ingress){withdrawn[*networkingv1.Ingress](testNow)}},
+		{name: "the main Ingress re-created, the route made from the one before: the canary stays in DNS",
+			main: nginxMain(), mainMut: []func(*networkingv1.Ingress){withdrawnMain}, canary: canaryIngress("web-canary", "20", true), route: true, routeOf: "earlier-uid",
+			state: stateMoving},
 		{name: "a canary that neither asks nor was withdrawn: nothing",
 			main: nginxMain(), mainMut: []func(*networkingv1.Ingress){withdrawnMain}, canary: canaryIngress("web-canary", "20", false), route: true, noShare: true},
 	} {
@@ -217,7 +221,11 @@ func TestCanarySync(t *testing.T) {
 					if tc.noShare {
 						canaries = nil
 					}
-					f.addMainRoute(main, canaries, servedAt(1))
+					f.addMainRoute(main, canaries, servedAt(1), func(r *gatewayv1.HTTPRoute) {
+						if tc.routeOf != "" {
+							r.Annotations[AnnotationMigratedFrom] = tc.routeOf
+						}
+					})
 				}
 			}
 			f.clearActions()
