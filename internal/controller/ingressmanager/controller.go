@@ -124,7 +124,7 @@ func New(ctx context.Context, cctx *controller.Context, cfg Config) (*Controller
 	}); err != nil {
 		return nil, err
 	}
-	if err := ingInformer.Informer().AddIndexers(cache.Indexers{byBackendService: indexByBackendService, byMigrationTarget: indexByMigrationTarget}); err != nil {
+	if err := ingInformer.Informer().AddIndexers(cache.Indexers{byBackendService: indexByBackendService, byMigrationTarget: indexByMigrationTarget, byNGINXHost: indexByNGINXHost}); err != nil {
 		return nil, fmt.Errorf("%s: indexing Ingresses: %w", Name, err)
 	}
 	if err := c.AddEventHandler(ingInformer.Informer(), cache.ResourceEventHandlerFuncs{

@@ -167,6 +167,9 @@ type Migration struct {
 	Problems []Problem
 	// Notes are differences of the route that block nothing.
 	Notes []string
+	// droppedCanaries are the ingress-nginx canaries of the Ingress whose
+	// share the route cannot carry (in Unsupported too).
+	droppedCanaries []string
 }
 
 // blocked reports whether the Ingress must stay on its Ingress as it is:

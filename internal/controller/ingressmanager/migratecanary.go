@@ -55,6 +55,7 @@ func (m *Migration) mergeCanaries(in migrationInput, hosts []string, entries []p
 	}
 	shares := map[string]canaryShare{}
 	fail := func(c *networkingv1.Ingress, why string) {
+		m.droppedCanaries = append(m.droppedCanaries, c.Name)
 		m.Unsupported = append(m.Unsupported, fmt.Sprintf("Ingress %s, an ingress-nginx canary of its hosts, %s; the route would drop its share of the traffic", c.Name, why))
 	}
 	for _, c := range in.Canaries {
@@ -156,42 +157,113 @@ func setOf(s []string) map[string]bool {
 
 // canariesOf lists the ingress-nginx canaries of ing, a main Ingress of
 // the class nginx: the canary Ingresses of its namespace that share one of
-// its hosts, sorted by name.
+// its hosts and one of its paths there (ingress-nginx merges a canary into
+// the main Ingress of its host and path), sorted by name.
 func canariesOf(ing *networkingv1.Ingress, ingresses cache.Indexer) []*networkingv1.Ingress {
 	if ingressClass(ing) != "nginx" || ingressNGINXCanary(ing) {
 		return nil
 	}
-	return sameHostIngresses(ing, ingresses, ingressNGINXCanary)
+	return sharingHostPath(ing, ingresses, ingressNGINXCanary)
 }
 
 // mainsOf lists the main Ingresses of the canary ing: the Ingresses of
 // the class nginx of its namespace, not canaries, that share one of its
-// hosts, sorted by name.
+// hosts and one of its paths there, sorted by name.
 func mainsOf(ing *networkingv1.Ingress, ingresses cache.Indexer) []*networkingv1.Ingress {
-	return sameHostIngresses(ing, ingresses, func(o *networkingv1.Ingress) bool {
+	return sharingHostPath(ing, ingresses, func(o *networkingv1.Ingress) bool {
 		return ingressClass(o) == "nginx" && !ingressNGINXCanary(o)
 	})
 }
 
-// sameHostIngresses lists the other Ingresses of ing's namespace that
-// share one of its hosts and match, sorted by name.
-func sameHostIngresses(ing *networkingv1.Ingress, ingresses cache.Indexer, match func(*networkingv1.Ingress) bool) []*networkingv1.Ingress {
-	hosts := ingressHosts(ing)
-	list, err := ingresses.ByIndex(cache.NamespaceIndex, ing.Namespace)
-	if err != nil || len(hosts) == 0 {
-		return nil
+// sharingHostPath lists the other Ingresses of ing's namespace, no
+// Service's, that route one of its paths of one of its hosts and match,
+// sorted by name.
+func sharingHostPath(ing *networkingv1.Ingress, ingresses cache.Indexer, match func(*networkingv1.Ingress) bool) []*networkingv1.Ingress {
+	paths := hostPaths(ing)
+	var list []any
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p.host] {
+			continue
+		}
+		seen[p.host] = true
+		l, err := ingresses.ByIndex(byNGINXHost, ing.Namespace+"/"+p.host)
+		if err != nil {
+			return nil
+		}
+		list = append(list, l...)
 	}
 	var out []*networkingv1.Ingress
 	for _, obj := range list {
 		o, ok := obj.(*networkingv1.Ingress)
-		if !ok || o.UID == ing.UID || serviceControlled(o) || !match(o) {
+		if !ok || o.UID == ing.UID || serviceControlled(o) || !match(o) || slices.Contains(out, o) {
 			continue
 		}
-		if slices.ContainsFunc(ingressHosts(o), func(h string) bool { return slices.Contains(hosts, h) }) {
+		if slices.ContainsFunc(hostPaths(o), func(p hostPath) bool { return slices.Contains(paths, p) }) {
 			out = append(out, o)
 		}
 	}
 	slices.SortFunc(out, func(a, b *networkingv1.Ingress) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// byNGINXHost indexes the Ingresses of the class nginx that no Service
+// controls (the main Ingresses and canaries of ingress-nginx) by
+// <namespace>/<host> of each of their hosts ("" for rules without one, or
+// a spec.defaultBackend alone): an Ingress's counterparts are found among
+// those of its hosts, not by a scan of its namespace at every event.
+const byNGINXHost = "migration-nginx-host"
+
+func indexByNGINXHost(obj any) ([]string, error) {
+	ing, ok := obj.(*networkingv1.Ingress)
+	if !ok || ingressClass(ing) != "nginx" || serviceControlled(ing) {
+		return nil, nil
+	}
+	var out []string
+	for _, p := range hostPaths(ing) {
+		if k := ing.Namespace + "/" + p.host; !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// hostPath is a path of a host an Ingress routes, as ingress-nginx merges
+// a canary: by the host and the path alone (mergeCanaries judges the
+// path's type).
+type hostPath struct{ host, path string }
+
+// hostPaths lists the paths ing routes, by host: each path of its rules,
+// and "/" of each of its hosts ("" with no rules) for spec.defaultBackend.
+func hostPaths(ing *networkingv1.Ingress) []hostPath {
+	var out []hostPath
+	add := func(host, path string) {
+		if path == "" {
+			path = "/"
+		}
+		if p := (hostPath{host, path}); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	var hosts []string
+	for _, r := range ing.Spec.Rules {
+		if !slices.Contains(hosts, r.Host) {
+			hosts = append(hosts, r.Host)
+		}
+		if r.HTTP != nil {
+			for _, p := range r.HTTP.Paths {
+				add(r.Host, p.Path)
+			}
+		}
+	}
+	if ing.Spec.DefaultBackend != nil {
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		for _, h := range hosts {
+			add(h, "/")
+		}
+	}
 	return out
 }
 
@@ -219,7 +291,8 @@ func isServiceBackend(b gatewayv1.HTTPBackendRef) bool {
 // Event reasons on an ingress-nginx canary Ingress that asks to move.
 const (
 	// ReasonCanaryWithoutMain (Warning): the canary asks to move, and no
-	// main Ingress of its hosts does (or several do); it stays as it is.
+	// main Ingress of its hosts and paths does (or several do); it stays
+	// in external-dns (returned if it was withdrawn with one).
 	ReasonCanaryWithoutMain = "CanaryWithoutMain"
 )
 
@@ -228,33 +301,46 @@ const (
 // the main one is withdrawn and the main one's route (made from it,
 // serving) carries the canary's share; otherwise returned. It is written
 // only when it asks to move, or to return it (a withdrawal is the
-// controller's to undo); never deleted. With no main Ingress of its hosts
-// (or several), nothing changes: a canary withdrawn with a main Ingress
-// since deleted stays withdrawn, its share on that Ingress's route.
+// controller's to undo); never deleted. With main Ingresses of its hosts
+// and paths none of which asks to move or is withdrawn (its main Ingress
+// moved back), it is returned. With none at all (or several that ask),
+// nothing changes: a canary withdrawn with a main Ingress since deleted
+// stays withdrawn, its share on that Ingress's route.
 func (c *Controller) syncCanary(ctx context.Context, key cache.ObjectName, ing *networkingv1.Ingress) error {
 	r := &report{}
 	defer func() { c.migrations.notes.publish(ing, r, true) }()
 	asks := migrationWanted(ing)
-	if !asks && !withdrawalMarked(ing) {
+	if !asks {
 		c.migrations.states.Delete(key)
-		return nil
+		if !withdrawalMarked(ing) {
+			return nil
+		}
 	}
 	var mains []*networkingv1.Ingress
-	for _, m := range mainsOf(ing, c.ingresses) {
+	all := mainsOf(ing, c.ingresses)
+	for _, m := range all {
 		if migrationWanted(m) || withdrawalMarked(m) {
 			mains = append(mains, m)
 		}
 	}
+	if len(mains) == 0 && len(all) > 0 {
+		// Its main Ingress moved back (or never moved), and is in
+		// external-dns: so is the canary, whatever route still carries
+		// its share while it drains.
+		if _, err := c.ingress.restore(ctx, ing, fmt.Sprintf("its main Ingress %s is in external-dns", all[0].Name), r); err != nil {
+			return err
+		}
+	}
 	if len(mains) != 1 {
-		if asks && !withdrawalMarked(ing) {
+		if asks && (!withdrawalMarked(ing) || len(all) > 0) {
 			c.setState(key, stateBlocked)
 			names := make([]string, len(mains))
 			for i, m := range mains {
 				names[i] = m.Name
 			}
-			why := "none of the main Ingresses of its hosts asks to move"
+			why := "none of the main Ingresses of its hosts and paths asks to move"
 			if len(mains) > 1 {
-				why = fmt.Sprintf("several main Ingresses of its hosts ask to move (%s)", strings.Join(names, ", "))
+				why = fmt.Sprintf("several main Ingresses of its hosts and paths ask to move (%s)", strings.Join(names, ", "))
 			}
 			r.warn(ReasonCanaryWithoutMain, "", fmt.Sprintf("the canary moves with the main Ingress of its hosts, and %s; it stays as it is", why))
 		}
@@ -269,8 +355,19 @@ func (c *Controller) syncCanary(ctx context.Context, key cache.ObjectName, ing *
 		_, err := c.ingress.restore(ctx, ing, why, r)
 		return err
 	}
+	_, withdrawn := withdrawnAt(ing)
+	if !asks {
+		// No longer the controller's to withdraw: left withdrawn with its
+		// main Ingress (its share still on the route), or, a trace of
+		// the withdrawal left (its user took it back in part), returned.
+		if withdrawn {
+			return nil
+		}
+		_, err := c.ingress.restore(ctx, ing, fmt.Sprintf("it no longer carries %s", AnnotationGateway), r)
+		return err
+	}
 	c.setState(key, stateMoved)
-	if _, withdrawn := withdrawnAt(ing); withdrawn {
+	if withdrawn {
 		return nil
 	}
 	return c.ingress.withdraw(ctx, ing, c.cutover.now(), c.cutover.drain, true,

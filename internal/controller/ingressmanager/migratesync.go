@@ -284,6 +284,14 @@ func (c *Controller) syncMigration(ctx context.Context, key cache.ObjectName) er
 	}
 	if !m.renderable() || m.Route == nil || m.Gateway == nil {
 		c.setState(key, stateBlocked)
+		if len(m.droppedCanaries) > 0 {
+			// The route, as it is, does not carry their share: the Ingress
+			// serves its hosts, with its canaries, from ingress-nginx, and
+			// is what external-dns publishes (with them), whatever the
+			// route serves.
+			return ingress.keep(ctx, own, fmt.Sprintf("its route does not carry the share of its ingress-nginx %s %s",
+				plural(len(m.droppedCanaries), "canary", "canaries"), strings.Join(m.droppedCanaries, ", ")), r)
+		}
 		// A route made with the redirect serves its hosts' plain HTTP only
 		// through its redirect route: that one not serving, the Ingress is
 		// what serves them, whatever the route says.

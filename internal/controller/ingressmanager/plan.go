@@ -88,7 +88,7 @@ func WritePlan(ctx context.Context, c PlanClients, o PlanOptions, w io.Writer) e
 	for i := range svcs.Items {
 		services[cache.MetaObjectToName(&svcs.Items[i])] = &svcs.Items[i]
 	}
-	ingresses := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	ingresses := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, byNGINXHost: indexByNGINXHost})
 	for i := range ings.Items {
 		if err := ingresses.Add(&ings.Items[i]); err != nil {
 			return err

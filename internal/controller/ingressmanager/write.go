@@ -174,7 +174,10 @@ func (w *writer[T, AC]) converge(ctx context.Context, own owner, live, desired T
 		r.warn(w.reasons.exists, "", fmt.Sprintf("%s; it is left untouched. %s", own.notOurs(w.kind, live), fix))
 		return false, false, nil
 	}
-	if w.createdAs(live, own.object()) || isBeingDeleted(live) {
+	// A route made from a user's Ingress is rendered from its canaries
+	// and Services too, which the Ingress's version does not cover: it
+	// is compared, its create forgotten all the same.
+	if created := w.createdAs(live, own.object()); created && own.svc != nil || isBeingDeleted(live) {
 		return true, false, nil
 	}
 	needs, err := w.needsUpdate(live, desired)
