@@ -18,7 +18,9 @@
 # gofmt, vet, generated code and release check; tests: go test of every
 # package with the real Keystone + Neutron up; e2e and fuzz: make test-e2e
 # with the fuzz targets beside it), whether it passed, and the slowest
-# packages. `make docs` renders them into docs/reference/make-test.md.
+# packages. `make docs` renders them into docs/reference/make-test.md. A
+# run that stops before its last phase (make stops at the first failing
+# step) has no figure to record: it is reported, not recorded.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -858,8 +858,19 @@ func TestRetryWhileATimedOutCreateRunsInNeutron(t *testing.T) {
 			done <- result{n, err}
 		}()
 		// The retry found no subnet and posts its own; the slow one
-		// reaches Neutron first.
-		<-retried.Arrived()
+		// reaches Neutron first. A retry that ends without posting (an
+		// error before it) fails the test, not hangs it.
+		select {
+		case <-retried.Arrived():
+		case r := <-done:
+			slow.Release()
+			retried.Release()
+			t.Fatalf("the other process's Create ended before it posted a subnet: %v (reason %s)", r.err, network.Reason(r.err))
+		case <-time.After(time.Minute):
+			slow.Release()
+			retried.Release()
+			t.Fatal("the other process's Create posted no subnet within a minute")
+		}
 		slow.Release()
 		<-slow.Done()
 		retried.Release()
