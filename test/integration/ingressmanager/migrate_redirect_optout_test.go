@@ -1,15 +1,11 @@
 package ingressmanager
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"github.com/kube-sample/controller-manager/test/integration/framework"
 )
 
 // An Ingress that stops asking to move while its redirect route is all it
@@ -20,22 +16,7 @@ import (
 // for its generation.
 func (e *env) refuseOnEachParent(name, reason string) {
 	e.T.Helper()
-	framework.Eventually(e.T, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
-		route, err := e.gateway().GatewayV1().HTTPRoutes(e.NS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		now := metav1.Now()
-		route.Status.Parents = nil
-		for _, p := range route.Spec.ParentRefs {
-			route.Status.Parents = append(route.Status.Parents, gatewayv1.RouteParentStatus{ParentRef: p, ControllerName: testGatewayController,
-				Conditions: []metav1.Condition{
-					{Type: "Accepted", Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: route.Generation, LastTransitionTime: now},
-				}})
-		}
-		_, err = e.gateway().GatewayV1().HTTPRoutes(e.NS).UpdateStatus(ctx, route, metav1.UpdateOptions{})
-		return err == nil, err
-	})
+	e.setEachParentStatus(name, metav1.Condition{Type: "Accepted", Status: metav1.ConditionFalse, Reason: reason})
 }
 
 // TestMigrateRedirectOptedOutBeforeAccepted: an Ingress whose redirect

@@ -41,6 +41,15 @@ func (e *env) createRedirectGateway(name string) {
 // generation.
 func (e *env) acceptOnEachParent(name string) {
 	e.T.Helper()
+	e.setEachParentStatus(name,
+		metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"},
+		metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs"})
+}
+
+// setEachParentStatus writes conds, for the route's generation, as the
+// status of each of its parents, as a Gateway controller would.
+func (e *env) setEachParentStatus(name string, conds ...metav1.Condition) {
+	e.T.Helper()
 	framework.Eventually(e.T, framework.Timeout, "writing the status of HTTPRoute "+name, func(ctx context.Context) (bool, error) {
 		route, err := e.gateway().GatewayV1().HTTPRoutes(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -49,11 +58,12 @@ func (e *env) acceptOnEachParent(name string) {
 		now := metav1.Now()
 		route.Status.Parents = nil
 		for _, p := range route.Spec.ParentRefs {
-			route.Status.Parents = append(route.Status.Parents, gatewayv1.RouteParentStatus{ParentRef: p, ControllerName: testGatewayController,
-				Conditions: []metav1.Condition{
-					{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: route.Generation, LastTransitionTime: now},
-					{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", ObservedGeneration: route.Generation, LastTransitionTime: now},
-				}})
+			st := gatewayv1.RouteParentStatus{ParentRef: p, ControllerName: testGatewayController}
+			for _, c := range conds {
+				c.ObservedGeneration, c.LastTransitionTime = route.Generation, now
+				st.Conditions = append(st.Conditions, c)
+			}
+			route.Status.Parents = append(route.Status.Parents, st)
 		}
 		_, err = e.gateway().GatewayV1().HTTPRoutes(e.NS).UpdateStatus(ctx, route, metav1.UpdateOptions{})
 		return err == nil, err
